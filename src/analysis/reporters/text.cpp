@@ -1,0 +1,161 @@
+#include "analysis/reporters/text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace shakedown {
+
+namespace {
+
+// A minimal column-aligned table: widths from the longest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string str() const {
+    std::vector<std::size_t> width(rows_.front().size(), 0);
+    for (const auto& row : rows_) {
+      for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+        width[c] = std::max(width[c], row[c].size());
+      }
+    }
+    std::ostringstream os;
+    for (const auto& row : rows_) {
+      std::string line;
+      for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
+        line += row[c];
+        if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+      }
+      os << "  " << line << '\n';
+    }
+    return os.str();
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string gib(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+std::string micro(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f us", us);
+  return buf;
+}
+
+}  // namespace
+
+std::string format_topology_table(const std::vector<RankInfo>& ranks) {
+  Table t({"rank", "node", "local", "host", "cpus", "numa", "gpu", "nic", "slurm"});
+  for (const auto& r : ranks) {
+    std::string gpu = "-";
+    if (r.gpu_index >= 0) {
+      gpu = std::to_string(r.gpu_index) + " " + or_dash(r.gpu.pci_bus_id);
+    } else if (!r.gpu_note.empty()) {
+      gpu = "none";
+    }
+    std::string slurm = r.slurm_job_id.empty()
+                            ? "-"
+                            : "job " + r.slurm_job_id + " node " + or_dash(r.slurm_node_id) +
+                                  " task " + or_dash(r.slurm_procid);
+    t.add({std::to_string(r.rank), std::to_string(r.node_index), std::to_string(r.local_rank),
+           r.hostname, or_dash(r.cpus), or_dash(r.numa), gpu, or_dash(r.nic), slurm});
+  }
+  std::string out = t.str();
+  // Why there is no GPU is the same for every rank of a host in practice; say it once.
+  std::vector<std::string> notes;
+  for (const auto& r : ranks) {
+    if (r.gpu_index < 0 && !r.gpu_note.empty() &&
+        std::find(notes.begin(), notes.end(), r.gpu_note) == notes.end()) {
+      notes.push_back(r.gpu_note);
+    }
+  }
+  for (const auto& n : notes) out += "  gpu: none: " + n + '\n';
+  return out;
+}
+
+std::string format_checks(const std::vector<CheckResult>& checks) {
+  std::ostringstream os;
+  for (const auto& c : checks) {
+    std::string status = to_string(c.status);
+    std::transform(status.begin(), status.end(), status.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    os << "  [" << status << "] " << c.name;
+    if (!c.reason.empty()) os << ": " << c.reason;
+    os << '\n';
+  }
+  return os.str();
+}
+
+std::string format_inventory(const std::vector<NodeInventory>& nodes) {
+  std::ostringstream os;
+  for (const auto& n : nodes) {
+    os << "  node " << n.node_index << " (" << n.hostname << "): " << or_dash(n.cpu_model) << ", "
+       << n.sockets << " sockets, " << n.cores << " cores, " << n.pus << " threads, "
+       << n.numa_nodes << " NUMA, " << gib(n.memory_bytes) << "; " << or_dash(n.os) << ", kernel "
+       << or_dash(n.kernel) << '\n';
+    os << "    gpus: ";
+    if (n.gpus.empty()) os << "none";
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      const auto& g = n.gpus[i];
+      os << (i ? "; " : "") << g.name << " " << g.pci_bus_id << " " << gib(g.memory_bytes);
+    }
+    if (!n.gpu_driver.empty()) os << " (driver " << n.gpu_driver << ")";
+    os << "\n    nics: ";
+    if (n.nics.empty()) os << "none";
+    for (std::size_t i = 0; i < n.nics.size(); ++i) {
+      os << (i ? ", " : "") << n.nics[i].name << " (" << n.nics[i].kind << ")";
+    }
+    os << "\n    versions: mpi " << or_dash(n.mpi_version) << "; nccl " << or_dash(n.nccl_version)
+       << "; cuda runtime " << or_dash(n.cuda_runtime_version) << ", driver "
+       << or_dash(n.cuda_driver_version) << "; hdf5 " << or_dash(n.hdf5_version) << "; ucx "
+       << or_dash(n.ucx_version) << "; hwloc " << or_dash(n.hwloc_version) << "; openblas "
+       << or_dash(n.openblas_version) << '\n';
+  }
+  return os.str();
+}
+
+std::string format_run_meta(const RunMeta& m) {
+  std::ostringstream os;
+  os << "  status:      " << m.status << '\n'
+     << "  started:     " << m.started_utc << "   finished: " << or_dash(m.finished_utc) << '\n'
+     << "  ranks:       " << m.world_size << " on " << m.node_count << " nodes"
+     << (m.virtual_nodes > 1 ? " (virtual: " + std::to_string(m.virtual_nodes) +
+                                   " pretend nodes per host)"
+                             : "")
+     << '\n'
+     << "  backend:     " << or_dash(m.backend) << '\n'
+     << "  shakedown:   " << m.shakedown_version << " (schema " << m.schema_version << ")\n"
+     << "  command:     " << m.command_line << '\n';
+  return os.str();
+}
+
+std::string format_clock(const std::vector<double>& offset_us, const std::vector<double>& rtt_us) {
+  if (offset_us.empty()) return "  (not measured)\n";
+  std::size_t worst = 0;
+  for (std::size_t r = 1; r < offset_us.size(); ++r) {
+    if (std::fabs(offset_us[r]) > std::fabs(offset_us[worst])) worst = r;
+  }
+  std::size_t slowest = 0;
+  for (std::size_t r = 1; r < rtt_us.size(); ++r) {
+    if (rtt_us[r] > rtt_us[slowest]) slowest = r;
+  }
+  std::ostringstream os;
+  os << "  largest offset from rank 0: " << micro(offset_us[worst]) << " (rank " << worst << ")";
+  if (!rtt_us.empty()) {
+    os << "; largest round trip: " << micro(rtt_us[slowest]) << " (rank " << slowest
+       << "), so offsets are good to about +-" << micro(rtt_us[slowest] / 2);
+  }
+  os << '\n';
+  return os.str();
+}
+
+}  // namespace shakedown

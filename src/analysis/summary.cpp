@@ -1,0 +1,50 @@
+#include "analysis/summary.hpp"
+
+#include <sstream>
+
+#include "analysis/reporters/text.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+Verdict compute_verdict(const RunFile& file) {
+  Verdict v;
+  for (const auto& c : file.placement_checks()) {
+    if (c.status == CheckStatus::kFail) v.failed.push_back(c);
+    if (c.status == CheckStatus::kWarn) v.warned.push_back(c);
+  }
+  const RunMeta meta = file.meta();
+  if (meta.status != "complete") {
+    v.code = ExitCode::kRuntime;
+    std::string reason;
+    if (file.has_attr("/", std::string(schema::kAttrAbortReason))) {
+      reason = file.attr_string("/", std::string(schema::kAttrAbortReason));
+    }
+    v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
+  } else if (!v.failed.empty()) {
+    v.code = ExitCode::kCheckFailed;
+    v.headline = "FAIL:";
+    for (std::size_t i = 0; i < v.failed.size(); ++i) {
+      v.headline += (i ? ", " : " ") + v.failed[i].name;
+    }
+  } else {
+    v.headline = v.warned.empty() ? "PASS" : "PASS with " + std::to_string(v.warned.size()) +
+                                                 " warning(s)";
+  }
+  return v;
+}
+
+std::string format_summary(const RunFile& file, const Verdict& verdict) {
+  std::ostringstream os;
+  os << "shakedown run " << file.path().string() << '\n';
+  os << format_run_meta(file.meta());
+  os << "\ntopology\n" << format_topology_table(file.ranks());
+  os << "\nplacement checks\n" << format_checks(file.placement_checks());
+  auto nodes = file.inventory();
+  if (!nodes.empty()) os << "\ninventory\n" << format_inventory(nodes);
+  os << "\nclock\n" << format_clock(file.clock_offsets_us(), file.clock_rtt_us());
+  os << "\nverdict: " << verdict.headline << " (exit " << static_cast<int>(verdict.code) << ")\n";
+  return os.str();
+}
+
+}  // namespace shakedown

@@ -1,0 +1,45 @@
+#pragma once
+// One function per subcommand. Each returns the process exit code; errors are thrown as
+// shakedown::Error and mapped to exit codes in main().
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shakedown {
+
+struct RunOptions {
+  std::string config_path;                 // "" = built-in defaults (= configs/smoke.yaml)
+  std::string out;                         // "" = output.file or <output.dir>/<UTC timestamp>.h5
+  std::optional<int> virtual_nodes;        // --virtual-nodes
+  std::vector<std::string> phases;         // --phases (split on commas)
+  std::vector<std::string> sets;           // --set key.path=value
+  std::vector<std::string> injects;        // --inject SPEC
+  std::string command_line;                // as typed, for the record
+};
+
+int run_command(const RunOptions& options, int* argc, char*** argv);
+
+struct TopoOptions {
+  std::string config_path;
+  std::optional<int> virtual_nodes;
+  std::vector<std::string> sets;
+};
+int topo_command(const TopoOptions& options, int* argc, char*** argv);
+
+struct PlanOptions {
+  int nodes = 0;
+  int ranks_per_node = 0;
+  std::string hosts_file;
+  std::string topology_xml;
+};
+int plan_command(const PlanOptions& options);
+
+int summary_command(const std::string& path);
+
+// --version text: version, git hash, compiled backends and library versions.
+std::string version_text();
+
+// Rank as the launcher announces it before MPI is up (Open MPI, PMIx, Slurm); 0 when unknown.
+int launcher_rank();
+
+}  // namespace shakedown

@@ -1,0 +1,171 @@
+#pragma once
+// The run configuration as plain structs. Loading and validation live in config/load.hpp.
+// Every field's default here is what a key missing from a config file takes; configs/full.yaml
+// spells them all out and configs/README.md documents them. default_config() (= configs/smoke.yaml)
+// starts from these and shrinks a few to CI size.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shakedown {
+
+// The pipeline, in order. Phase names in configs and on the command line are these strings.
+inline const std::vector<std::string>& pipeline_phases() {
+  static const std::vector<std::string> kPhases = {"inventory", "linkscan", "collectives",
+                                                   "gemm",      "train",    "checkpoint"};
+  return kPhases;
+}
+
+// A list of byte sizes: either explicit values or a geometric range min:max with a factor.
+struct SizeList {
+  std::vector<std::uint64_t> values;  // always expanded, ascending, no duplicates
+  std::string spec;                   // what the user wrote, for the record
+
+  friend bool operator==(const SizeList&, const SizeList&) = default;
+};
+
+// lo, 2*lo, 4*lo ... <= hi: lets the built-in defaults below be written as the spec a user would
+// type, so Config{} is complete without calling the parser (which lives in load.cpp).
+inline SizeList doubling_sizes(std::uint64_t lo, std::uint64_t hi, std::string spec) {
+  SizeList list{{}, std::move(spec)};
+  for (std::uint64_t v = lo; v <= hi; v *= 2) list.values.push_back(v);
+  return list;
+}
+
+struct TopologyConfig {
+  int virtual_nodes = 0;             // 0 or 1: off; N>1 splits each host's ranks into N pretend nodes
+  bool allow_oversubscribe = false;  // more ranks than cores on a node is a warning instead of a fail
+  int expected_gpus_per_node = 0;    // 0: take what is visible
+  std::string blocks;                // optional block map file (NVL72-style domains), "" = none
+
+  friend bool operator==(const TopologyConfig&, const TopologyConfig&) = default;
+};
+
+struct CollectivesConfig {
+  std::string backend = "auto";  // auto | mpi | nccl
+  std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
+                                  "broadcast",  "all_to_all", "send_recv"};
+  std::vector<std::string> dtypes = {"float32"};  // float32 bfloat16 float16 int32 fp8_e4m3 fp8_e5m2
+  std::vector<std::string> reduce_ops = {"sum"};  // sum | max
+  SizeList sizes = doubling_sizes(8, 64ull << 20, "8:64M");      // MPI backend (host memory)
+  SizeList nccl_sizes = doubling_sizes(8, 8ull << 30, "8:8G");  // NCCL backend (device memory)
+  int warmup = 5;
+  int iters = 20;
+  std::uint64_t iter_bytes_budget = 0;  // 0 = no budget; else fewer iters for huge sizes
+  std::string in_place = "both";        // no | yes | both
+  std::vector<std::string> scopes = {"world", "intra_node", "inter_node", "rail"};
+  std::string validate = "per_size";  // per_size | every_iteration | off
+  std::string on_wrong = "abort";     // abort | continue
+  std::uint64_t seed = 1;
+
+  friend bool operator==(const CollectivesConfig&, const CollectivesConfig&) = default;
+};
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+
+  friend bool operator==(const GemmShape&, const GemmShape&) = default;
+};
+
+struct GemmConfig {
+  std::string engine = "auto";     // auto | cpu | cublaslt
+  std::vector<GemmShape> shapes;   // empty: derived from hidden size
+  std::int64_t hidden = 1024;      // transformer hidden size for the default layer shapes
+  std::string format = "e4m3";     // e4m3 | hybrid
+  std::string out_dtype = "bf16";  // bf16 | fp32
+  int warmup = 2;
+  int iters = 5;
+  int threads = 0;  // 0: OpenBLAS default
+  bool fast_accum = true;
+  std::uint64_t seed = 1;
+
+  friend bool operator==(const GemmConfig&, const GemmConfig&) = default;
+};
+
+struct TrainConfig {
+  int layers = 2;
+  std::int64_t hidden = 1024;
+  int heads = 16;
+  std::int64_t seq_len = 512;
+  int micro_batch = 1;
+  std::int64_t vocab = 32000;
+  int steps = 5;
+  int warmup_steps = 1;
+  std::string recipe = "delayed";  // delayed | current
+  std::string format = "hybrid";   // e4m3 | hybrid
+  int amax_history_len = 16;
+  std::string amax_compute_algo = "max";  // max | most_recent
+  int margin = 0;
+
+  friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
+};
+
+struct CheckpointConfig {
+  std::string dir;                          // "" = <output.dir>/ckpt-<run>
+  std::string api = "posix";                // posix | mpiio
+  std::string layout = "file_per_process";  // file_per_process | shared_file
+  std::uint64_t bytes_per_rank = 64ull << 20;
+  std::uint64_t block_size = 4ull << 20;
+  int iters = 2;
+  bool fsync = true;
+  bool verify = true;
+  bool cleanup = true;
+
+  friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
+};
+
+struct LinkscanConfig {
+  std::string transport = "ucx";  // ucx | mpi
+  std::string schedule = "all_pairs";  // all_pairs | random
+  int rounds = 0;                      // 0: n-1 rounds (all pairs)
+  std::uint64_t bytes = 4ull << 20;
+  int reps = 5;
+  double lat_factor = 2.1;    // a pair is bad when latency > factor x the minimum seen
+  double bw_fraction = 0.93;  // ... or bandwidth < fraction x the maximum seen
+
+  friend bool operator==(const LinkscanConfig&, const LinkscanConfig&) = default;
+};
+
+struct ChecksConfig {
+  std::string platform;            // "" or a name from configs/platforms/
+  double straggler_z = 3.5;        // robust z-score threshold
+  double straggler_slowdown = 0.10;  // and at least this much slower than the median
+  double min_busbw_fraction = 0.8;   // of the platform's expected busbw
+
+  friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
+};
+
+struct OutputConfig {
+  std::string dir = "results";
+  std::string file;  // "" = <dir>/<UTC timestamp>.h5
+  int compression = 4;  // gzip level for large datasets, 0 = off
+
+  friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
+};
+
+struct TimeoutsConfig {
+  double init_s = 60;    // MPI init and context setup
+  double phase_s = 300;  // every barrier, collective and phase step
+  double run_s = 3600;   // the whole run
+
+  friend bool operator==(const TimeoutsConfig&, const TimeoutsConfig&) = default;
+};
+
+struct Config {
+  std::vector<std::string> phases = {"inventory"};  // subset of pipeline_phases(), run in pipeline order
+  TopologyConfig topology;
+  CollectivesConfig collectives;
+  GemmConfig gemm;
+  TrainConfig train;
+  CheckpointConfig checkpoint;
+  LinkscanConfig linkscan;
+  ChecksConfig checks;
+  OutputConfig output;
+  TimeoutsConfig timeouts;
+
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+}  // namespace shakedown

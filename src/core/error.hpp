@@ -1,0 +1,43 @@
+#pragma once
+// Errors and exit codes shared by every module (DESIGN.md "Exit codes").
+#include <stdexcept>
+#include <string>
+
+namespace shakedown {
+
+enum class ExitCode : int {
+  kPass = 0,         // every check passed
+  kCheckFailed = 1,  // a check failed; the verdict names it
+  kUsage = 2,        // usage or configuration error
+  kRuntime = 3,      // timeout/hang, rank failure, I/O error, data corruption
+  kInternal = 4,     // a bug in shakedown
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ExitCode code() const noexcept { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+// Bad command line, bad config, contradictory settings: exit 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(ExitCode::kUsage, message) {}
+};
+
+// Timeouts, failed ranks, I/O errors, wrong data: exit 3.
+class RuntimeFault : public Error {
+ public:
+  explicit RuntimeFault(const std::string& message) : Error(ExitCode::kRuntime, message) {}
+};
+
+// Library call failed in a way we did not expect: exit 4 unless the caller knows better.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message) : Error(ExitCode::kInternal, message) {}
+};
+
+}  // namespace shakedown

@@ -1,0 +1,37 @@
+#pragma once
+// A phase is a function registered in one table (phases/phase.cpp): name + run function.
+// Phases measure, then hand plain per-rank records to the Recorder; they never format output.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "record/recorder.hpp"
+#include "runtime/context.hpp"
+#include "runtime/inject.hpp"
+#include "runtime/watchdog.hpp"
+
+namespace shakedown {
+
+// What every phase gets. The Context is the one way to reach communicators and placement.
+struct PhaseEnv {
+  Context& ctx;
+  const Config& config;
+  Recorder& recorder;
+  Watchdog& watchdog;
+  const FaultPlan& faults;
+};
+
+struct PhaseEntry {
+  std::string name;  // one of pipeline_phases()
+  std::function<void(PhaseEnv&)> run;
+};
+
+// The phases this build implements, in pipeline order.
+const std::vector<PhaseEntry>& phase_table();
+const PhaseEntry* find_phase(const std::string& name);
+
+// Phase entry points (one file each).
+void run_inventory(PhaseEnv& env);
+
+}  // namespace shakedown

@@ -1,0 +1,183 @@
+#pragma once
+// Thin RAII layer over the HDF5 C API (1.10+, serial): owned ids, the one check macro, and the
+// few shapes shakedown stores: attributes, N-d numeric datasets and column tables (compound
+// datasets with UTF-8 string and numeric columns). Paths are HDF5 paths ("/a/b/c"); a relative
+// path is taken from the location passed in.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/error.hpp"
+
+// The HDF5 check: evaluates `expr` (any HDF5 call returning hid_t/herr_t/htri_t/ssize_t) and
+// throws shakedown::RuntimeFault with file:line, the call and HDF5's own error stack when it is
+// negative. Returns the value otherwise, so `hid_t id = SD_H5_CHECK(H5Dopen2(...));` works.
+#define SD_H5_CHECK(expr) ::shakedown::h5::detail::check((expr), #expr, __FILE__, __LINE__)
+
+namespace shakedown::h5 {
+
+namespace detail {
+// HDF5's error stack as one line (outermost call first), then clears it.
+std::string error_stack();
+[[noreturn]] void fail(const char* expr, const char* file, int line);
+template <class T>
+T check(T value, const char* expr, const char* file, int line) {
+  if (value < 0) fail(expr, file, line);
+  return value;
+}
+}  // namespace detail
+
+// Turns off HDF5's automatic printing of error stacks to stderr (we report them in exceptions).
+// Cheap; called by every open/create helper below.
+void quiet_errors();
+
+// An owned hid_t, closed with Close. Move-only. close() reports a failed close (for files, the
+// last chance to see an I/O error); the destructor ignores it.
+template <herr_t (*Close)(hid_t)>
+class Id {
+ public:
+  Id() = default;
+  explicit Id(hid_t id) noexcept : id_(id) {}
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  Id(Id&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)) {}
+  Id& operator=(Id&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    }
+    return *this;
+  }
+  ~Id() { reset(); }
+
+  hid_t get() const noexcept { return id_; }
+  explicit operator bool() const noexcept { return id_ >= 0; }
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
+  void reset() noexcept {
+    if (id_ >= 0) (void)Close(id_);
+    id_ = H5I_INVALID_HID;
+  }
+  void close() {
+    if (id_ >= 0) SD_H5_CHECK(Close(std::exchange(id_, H5I_INVALID_HID)));
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+using File = Id<H5Fclose>;
+using Group = Id<H5Gclose>;
+using Dataset = Id<H5Dclose>;
+using Dataspace = Id<H5Sclose>;
+using Datatype = Id<H5Tclose>;
+using PropList = Id<H5Pclose>;
+using Attribute = Id<H5Aclose>;
+using Object = Id<H5Oclose>;  // any object opened with H5Oopen (group or dataset)
+
+// ---- files ----
+// Both disable HDF5 file locking: the file has one writer by design (rank 0), and a reader that
+// holds it open (h5py in a notebook, `shakedown report` on a .partial) must not make the next
+// write of a running job fail; parallel file systems without flock work too.
+File create_file(const std::filesystem::path& path);  // fails if it exists
+File open_file(const std::filesystem::path& path, bool writable);
+void flush(hid_t file);
+// H5Fis_hdf5: 1 HDF5, 0 not HDF5, -1 could not tell (missing, unreadable).
+int is_hdf5(const std::filesystem::path& path);
+
+// ---- objects ----
+// True when every component of `path` exists (links only; "/" always exists).
+bool exists(hid_t loc, const std::string& path);
+// A link-creation property list that creates missing intermediate groups.
+PropList intermediate_groups();
+// Opens `path` as a group, creating it and any missing parents first.
+Group ensure_group(hid_t loc, const std::string& path);
+Object open_object(hid_t loc, const std::string& path);
+// The parent part of an HDF5 path: "/a/b/c" -> "/a/b", "c" -> ".", "/c" -> "/".
+std::string parent_path(const std::string& path);
+
+// ---- types ----
+Datatype utf8_string_type();  // variable-length, UTF-8, NUL-terminated
+
+// ---- attributes (scalar; an existing attribute of that name is replaced) ----
+bool has_attr(hid_t obj, const std::string& name);
+void write_attr(hid_t obj, const std::string& name, std::string_view value);
+void write_attr(hid_t obj, const std::string& name, double value);
+void write_attr(hid_t obj, const std::string& name, std::int64_t value);
+void write_attr(hid_t obj, const std::string& name, std::uint64_t value);
+// Reads variable- or fixed-length string attributes. Throws UsageError for another type.
+std::string read_attr_string(hid_t obj, const std::string& name);
+// Read any integer or float attribute, converted. Throws UsageError for another type.
+double read_attr_double(hid_t obj, const std::string& name);
+std::int64_t read_attr_int64(hid_t obj, const std::string& name);
+
+// ---- N-d numeric datasets ----
+// Datasets of at least kCompressMinBytes are chunked (about kChunkTargetBytes per chunk) and
+// written with shuffle + deflate at `compression` (1..9) when compression > 0; smaller ones stay
+// contiguous, where a filter would cost more than it saves.
+inline constexpr std::uint64_t kCompressMinBytes = 16 * 1024;
+inline constexpr std::uint64_t kChunkTargetBytes = 1024 * 1024;
+using Dims = std::vector<std::uint64_t>;
+// Creates `path` (and missing parent groups) with shape `dims` (at least one dimension; the
+// product must equal data.size(), else InternalError). Fails if `path` exists.
+void write_dataset(hid_t loc, const std::string& path, std::span<const double> data,
+                   const Dims& dims, int compression);
+void write_dataset(hid_t loc, const std::string& path, std::span<const std::int64_t> data,
+                   const Dims& dims, int compression);
+void write_dataset(hid_t loc, const std::string& path, std::span<const std::uint64_t> data,
+                   const Dims& dims, int compression);
+// Reads any integer or float dataset, converted, in C (row-major) order. dims gets the shape
+// (empty for a scalar). Throws UsageError for a non-numeric dataset.
+std::vector<double> read_dataset_double(hid_t loc, const std::string& path, Dims* dims = nullptr);
+std::vector<std::int64_t> read_dataset_int64(hid_t loc, const std::string& path,
+                                             Dims* dims = nullptr);
+std::vector<std::uint64_t> read_dataset_uint64(hid_t loc, const std::string& path,
+                                               Dims* dims = nullptr);
+// Dataset creation properties, e.g. for tests: true when chunked with the deflate filter.
+bool is_compressed(hid_t loc, const std::string& path);
+
+// ---- column tables (1-D compound datasets) ----
+// Held column by column in memory; on disk one compound row per entry, string columns as UTF-8
+// variable-length strings, so h5py/pandas read them as a structured array.
+using ColumnValues = std::variant<std::vector<std::string>, std::vector<std::int64_t>,
+                                  std::vector<std::uint64_t>, std::vector<double>>;
+struct Column {
+  std::string name;
+  ColumnValues values;
+};
+
+class Table {
+ public:
+  // Adds an empty column of type T (std::string, std::int64_t, std::uint64_t or double).
+  template <class T>
+  std::vector<T>& add(std::string name) {
+    columns_.push_back(Column{std::move(name), std::vector<T>{}});
+    return std::get<std::vector<T>>(columns_.back().values);
+  }
+  const std::vector<Column>& columns() const noexcept { return columns_; }
+  std::vector<Column>& columns() noexcept { return columns_; }
+  const Column* find(std::string_view name) const noexcept;
+  // Rows, checked: every column must have the same length (else InternalError).
+  std::size_t rows() const;
+
+ private:
+  std::vector<Column> columns_;
+};
+
+// Creates the compound dataset `path` (and missing parents). A table with no columns is refused.
+void write_table(hid_t loc, const std::string& path, const Table& table, int compression);
+// Reads every string, integer and float member of a 1-D compound dataset (integers as int64 or
+// uint64 by their sign, floats as double); members of other types are skipped.
+Table read_table(hid_t loc, const std::string& path);
+
+// ---- errors ----
+// Rethrows `e` as the same kind of shakedown error with "<context>: " in front.
+[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context);
+
+}  // namespace shakedown::h5

@@ -1,0 +1,237 @@
+#include "record/reader.hpp"
+
+#include <map>
+#include <system_error>
+
+#include "record/h5.hpp"
+#include "record/schema.hpp"
+#include "record/tables.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// A .partial renamed by its writer since open(): read the finished file instead.
+std::filesystem::path resolve(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return path;
+  const std::string text = path.string();
+  const std::string suffix = schema::kPartialSuffix;
+  if (text.size() > suffix.size() && text.ends_with(suffix)) {
+    std::filesystem::path finished = text.substr(0, text.size() - suffix.size());
+    if (std::filesystem::exists(finished, ec)) return finished;
+  }
+  return path;
+}
+
+// Opens the file read-only for the duration of `fn(file_id)`; errors come out with
+// "reading <what> from '<file>'" in front.
+template <class Fn>
+auto read_file(const std::filesystem::path& path, const std::string& what, Fn&& fn) {
+  const std::filesystem::path actual = resolve(path);
+  try {
+    std::error_code ec;
+    if (!std::filesystem::exists(actual, ec)) {
+      throw UsageError("the file no longer exists (moved or deleted since it was opened)");
+    }
+    h5::File file = h5::open_file(actual, /*writable=*/false);
+    return fn(file.get());
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "reading " + what + " from '" + actual.string() + "'");
+  }
+}
+
+std::string absolute_path(const std::string& path) {
+  return !path.empty() && path.front() == '/' ? path : "/" + path;
+}
+
+h5::Object open_existing(hid_t file, const std::string& path) {
+  if (!h5::exists(file, path)) throw UsageError("there is no object '" + path + "'");
+  return h5::open_object(file, path);
+}
+
+template <class Row>
+std::vector<Row> read_rows(hid_t file, const char* path,
+                           const std::vector<tables::Field<Row>>& fields) {
+  if (!h5::exists(file, path)) return {};
+  return tables::from_table(h5::read_table(file, path), fields);
+}
+
+}  // namespace
+
+RunFile RunFile::open(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw UsageError("run file '" + name +
+                     "' does not exist; check the path (a run that is still going, or that died, "
+                     "is '<name>.h5.partial')");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError("'" + name + "' is a folder; give a shakedown run file (.h5)");
+  }
+  h5::File file;
+  try {
+    file = h5::open_file(path, /*writable=*/false);
+  } catch (const Error& e) {
+    if (h5::is_hdf5(path) == 0) {
+      throw UsageError("'" + name + "' is not an HDF5 file; give a shakedown run file (.h5)");
+    }
+    throw UsageError("cannot open '" + name + "' as an HDF5 file (" + e.what() +
+                     "); the file may be damaged or truncated");
+  }
+  std::int64_t version = 0;
+  try {
+    h5::Object root = h5::open_object(file.get(), schema::kRoot);
+    if (!h5::has_attr(root.get(), schema::kAttrSchemaVersion)) {
+      throw UsageError("it is an HDF5 file but not a shakedown run file (no '" +
+                       std::string(schema::kAttrSchemaVersion) + "' attribute on /)");
+    }
+    version = h5::read_attr_int64(root.get(), schema::kAttrSchemaVersion);
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "'" + name + "'");
+  }
+  if (version > schema::kSchemaVersion) {
+    throw UsageError("'" + name + "' uses file schema " + std::to_string(version) +
+                     ", newer than this shakedown reads (up to " +
+                     std::to_string(schema::kSchemaVersion) + "); use a newer shakedown");
+  }
+  if (version < 1) {
+    throw UsageError("'" + name + "' has an invalid schema_version " + std::to_string(version));
+  }
+  return RunFile(path, static_cast<int>(version));
+}
+
+RunMeta RunFile::meta() const {
+  return read_file(path_, "the run attributes", [](hid_t file) {
+    h5::Object root = h5::open_object(file, schema::kRoot);
+    const hid_t r = root.get();
+    // Attributes a future writer may drop read as empty rather than failing the whole report.
+    auto text = [r](const char* name) {
+      return h5::has_attr(r, name) ? h5::read_attr_string(r, name) : std::string();
+    };
+    auto number = [r](const char* name) {
+      return h5::has_attr(r, name) ? static_cast<int>(h5::read_attr_int64(r, name)) : 0;
+    };
+    RunMeta m;
+    m.schema_version = number(schema::kAttrSchemaVersion);
+    m.shakedown_version = text(schema::kAttrShakedownVersion);
+    m.command_line = text(schema::kAttrCommandLine);
+    m.config_yaml = text(schema::kAttrConfigYaml);
+    m.started_utc = text(schema::kAttrStartedUtc);
+    m.finished_utc = text(schema::kAttrFinishedUtc);
+    m.status = text(schema::kAttrStatus);
+    m.world_size = number(schema::kAttrWorldSize);
+    m.node_count = number(schema::kAttrNodeCount);
+    m.virtual_nodes = number(schema::kAttrVirtualNodes);
+    m.backend = text(schema::kAttrBackend);
+    return m;
+  });
+}
+
+std::vector<RankInfo> RunFile::ranks() const {
+  return read_file(path_, schema::ranks::kPath, [](hid_t file) {
+    return read_rows(file, schema::ranks::kPath, tables::rank_fields());
+  });
+}
+
+std::vector<CheckResult> RunFile::placement_checks() const {
+  return read_file(path_, schema::kPlacementChecks, [](hid_t file) {
+    return read_rows(file, schema::kPlacementChecks, tables::check_fields());
+  });
+}
+
+std::vector<NodeInventory> RunFile::inventory() const {
+  return read_file(path_, schema::kInventoryGroup, [](hid_t file) {
+    std::vector<NodeInventory> nodes = read_rows(file, schema::nodes::kPath, tables::node_fields());
+    std::map<int, std::size_t> by_index;
+    for (std::size_t i = 0; i < nodes.size(); ++i) by_index.emplace(nodes[i].node_index, i);
+    for (tables::NodeGpu& row : read_rows(file, schema::gpus::kPath, tables::gpu_fields())) {
+      if (auto it = by_index.find(row.node_index); it != by_index.end()) {
+        nodes[it->second].gpus.push_back(std::move(row.gpu));
+      }
+    }
+    for (tables::NodeNic& row : read_rows(file, schema::nics::kPath, tables::nic_fields())) {
+      if (auto it = by_index.find(row.node_index); it != by_index.end()) {
+        nodes[it->second].nics.push_back(std::move(row.nic));
+      }
+    }
+    return nodes;
+  });
+}
+
+std::vector<double> RunFile::clock_offsets_us() const {
+  return read_file(path_, schema::kClockOffsetUs, [](hid_t file) {
+    return h5::exists(file, schema::kClockOffsetUs)
+               ? h5::read_dataset_double(file, schema::kClockOffsetUs)
+               : std::vector<double>{};
+  });
+}
+
+std::vector<double> RunFile::clock_rtt_us() const {
+  return read_file(path_, schema::kClockRttUs, [](hid_t file) {
+    return h5::exists(file, schema::kClockRttUs) ? h5::read_dataset_double(file, schema::kClockRttUs)
+                                                 : std::vector<double>{};
+  });
+}
+
+bool RunFile::has(const std::string& path) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "'" + p + "'", [&](hid_t file) { return h5::exists(file, p); });
+}
+
+bool RunFile::has_attr(const std::string& path, const std::string& name) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
+    if (!h5::exists(file, p)) return false;
+    h5::Object obj = h5::open_object(file, p);
+    return h5::has_attr(obj.get(), name);
+  });
+}
+
+std::vector<double> RunFile::read_doubles(const std::string& path,
+                                          std::vector<std::uint64_t>* dims) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "'" + p + "'",
+                   [&](hid_t file) { return h5::read_dataset_double(file, p, dims); });
+}
+
+std::vector<std::int64_t> RunFile::read_int64(const std::string& path,
+                                              std::vector<std::uint64_t>* dims) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "'" + p + "'",
+                   [&](hid_t file) { return h5::read_dataset_int64(file, p, dims); });
+}
+
+std::vector<std::uint64_t> RunFile::read_uint64(const std::string& path,
+                                                std::vector<std::uint64_t>* dims) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "'" + p + "'",
+                   [&](hid_t file) { return h5::read_dataset_uint64(file, p, dims); });
+}
+
+std::string RunFile::attr_string(const std::string& path, const std::string& name) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
+    h5::Object obj = open_existing(file, p);
+    return h5::read_attr_string(obj.get(), name);
+  });
+}
+
+double RunFile::attr_double(const std::string& path, const std::string& name) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
+    h5::Object obj = open_existing(file, p);
+    return h5::read_attr_double(obj.get(), name);
+  });
+}
+
+std::int64_t RunFile::attr_int64(const std::string& path, const std::string& name) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
+    h5::Object obj = open_existing(file, p);
+    return h5::read_attr_int64(obj.get(), name);
+  });
+}
+
+}  // namespace shakedown

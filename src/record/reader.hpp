@@ -1,0 +1,60 @@
+#pragma once
+// RunFile: read-only access to a run file (finished `.h5` or a `.h5.partial` still being written or
+// left by a run that died). The analysis and every reporter read runs through this class only.
+//
+// Each accessor opens the file read-only, reads and closes it again: a RunFile never holds the
+// file open, so it can watch a .partial that rank 0 keeps writing (in this process or another),
+// and when the .partial has been renamed meanwhile it reads the finished file instead.
+// Missing optional parts (a run aborted before inventory, a phase that did not run) give empty
+// vectors from the record accessors; the generic read_* accessors throw UsageError instead.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "record/run_meta.hpp"
+#include "topology/rank_info.hpp"
+
+namespace shakedown {
+
+class RunFile {
+ public:
+  // UsageError naming the file when it is missing, not HDF5, not a shakedown run file (no
+  // schema_version on /) or written by a newer shakedown (schema_version > kSchemaVersion).
+  static RunFile open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  int schema_version() const noexcept { return schema_version_; }
+
+  RunMeta meta() const;
+  std::vector<RankInfo> ranks() const;  // RankInfo::nics stays empty: see inventory()
+  std::vector<CheckResult> placement_checks() const;
+  std::vector<NodeInventory> inventory() const;  // gpus and nics attached to their node
+  std::vector<double> clock_offsets_us() const;
+  std::vector<double> clock_rtt_us() const;
+
+  // True when the group or dataset at `path` exists ("/" always does).
+  bool has(const std::string& path) const;
+  bool has_attr(const std::string& path, const std::string& name) const;
+  // Any numeric dataset, converted, row-major; `dims` gets its shape. UsageError when missing.
+  std::vector<double> read_doubles(const std::string& path,
+                                   std::vector<std::uint64_t>* dims = nullptr) const;
+  std::vector<std::int64_t> read_int64(const std::string& path,
+                                       std::vector<std::uint64_t>* dims = nullptr) const;
+  std::vector<std::uint64_t> read_uint64(const std::string& path,
+                                         std::vector<std::uint64_t>* dims = nullptr) const;
+  // Scalar attributes of the object at `path`. UsageError when missing or of another type.
+  std::string attr_string(const std::string& path, const std::string& name) const;
+  double attr_double(const std::string& path, const std::string& name) const;
+  std::int64_t attr_int64(const std::string& path, const std::string& name) const;
+
+ private:
+  RunFile(std::filesystem::path path, int schema_version)
+      : path_(std::move(path)), schema_version_(schema_version) {}
+
+  std::filesystem::path path_;
+  int schema_version_ = 0;
+};
+
+}  // namespace shakedown

@@ -1,0 +1,53 @@
+#pragma once
+// The MPI side of recording: per-rank rows are gathered to rank 0, which alone owns the RunWriter
+// (serial HDF5). Creation is collective so every rank fails the same way when the file cannot be
+// made. The writer is guarded by a mutex because the watchdog thread may mark the file aborted.
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/run_meta.hpp"
+#include "record/serialize.hpp"
+#include "record/writer.hpp"
+#include "runtime/context.hpp"
+
+namespace shakedown {
+
+class Recorder {
+ public:
+  // Collective over ctx.world(). Throws the same error on every rank if rank 0 cannot create it.
+  Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
+           int compression);
+
+  bool is_root() const { return writer_.has_value(); }
+  const std::filesystem::path& final_path() const { return final_path_; }
+
+  // Gathers one record per rank to rank 0 (empty vector on other ranks). Collective.
+  template <class T>
+  std::vector<T> gather(const T& mine) const {
+    return gather_records(ctx_.world(), 0, mine);
+  }
+
+  // Runs `fn` with the writer on rank 0 only (no-op elsewhere). Each RunWriter call flushes and
+  // closes the file, so a phase's data is safe once its write returns.
+  void write(const std::function<void(RunWriter&)>& fn);
+
+  // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op elsewhere.
+  void finish(const std::string& status);
+  // From any thread on rank 0: record the reason and mark the file aborted. Gives up (returning
+  // false) if the writer stays busy, rather than deadlocking a hung run.
+  bool mark_aborted(const std::string& reason) noexcept;
+
+ private:
+  const Context& ctx_;
+  std::filesystem::path final_path_;
+  std::optional<RunWriter> writer_;
+  std::timed_mutex mutex_;
+  bool finished_ = false;
+};
+
+}  // namespace shakedown

@@ -1,0 +1,278 @@
+#include "record/writer.hpp"
+
+#include <system_error>
+#include <utility>
+
+#include "record/h5.hpp"
+#include "record/schema.hpp"
+#include "record/tables.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// Opens the .partial read-write, runs `fn` on the file id, flushes and closes it; any error comes
+// out with "writing <what> to '<file>'" in front.
+template <class Fn>
+void edit_file(const std::filesystem::path& partial, const std::string& what, Fn&& fn) {
+  try {
+    h5::File file = h5::open_file(partial, /*writable=*/true);
+    fn(file.get());
+    h5::flush(file.get());
+    file.close();
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "writing " + what + " to '" + partial.string() + "'");
+  }
+}
+
+std::string absolute_path(const std::string& path) {
+  return !path.empty() && path.front() == '/' ? path : "/" + path;
+}
+
+void write_root_attrs(hid_t file, const RunMeta& meta) {
+  h5::Group root = h5::ensure_group(file, schema::kRoot);
+  const hid_t g = root.get();
+  h5::write_attr(g, schema::kAttrSchemaVersion, std::int64_t{schema::kSchemaVersion});
+  h5::write_attr(g, schema::kAttrShakedownVersion, meta.shakedown_version);
+  h5::write_attr(g, schema::kAttrCommandLine, meta.command_line);
+  h5::write_attr(g, schema::kAttrConfigYaml, meta.config_yaml);
+  h5::write_attr(g, schema::kAttrStartedUtc,
+                 meta.started_utc.empty() ? utc_now_iso8601() : meta.started_utc);
+  h5::write_attr(g, schema::kAttrFinishedUtc, std::string_view{});
+  h5::write_attr(g, schema::kAttrStatus, std::string_view{schema::kStatusRunning});
+  h5::write_attr(g, schema::kAttrWorldSize, std::int64_t{meta.world_size});
+  h5::write_attr(g, schema::kAttrNodeCount, std::int64_t{meta.node_count});
+  h5::write_attr(g, schema::kAttrVirtualNodes, std::int64_t{meta.virtual_nodes});
+  h5::write_attr(g, schema::kAttrBackend, meta.backend);
+}
+
+}  // namespace
+
+RunWriter::RunWriter(std::filesystem::path final_path, std::filesystem::path partial_path,
+                     int compression)
+    : final_path_(std::move(final_path)),
+      partial_path_(std::move(partial_path)),
+      compression_(compression) {}
+
+RunWriter::RunWriter(RunWriter&& other) noexcept
+    : final_path_(std::move(other.final_path_)),
+      partial_path_(std::move(other.partial_path_)),
+      compression_(other.compression_),
+      state_(std::exchange(other.state_, State::kMovedFrom)) {}
+
+RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
+  if (this != &other) {
+    final_path_ = std::move(other.final_path_);
+    partial_path_ = std::move(other.partial_path_);
+    compression_ = other.compression_;
+    state_ = std::exchange(other.state_, State::kMovedFrom);
+  }
+  return *this;
+}
+
+RunWriter::~RunWriter() = default;
+
+void RunWriter::require_open(const std::string& what) const {
+  if (state_ == State::kMovedFrom) {
+    throw InternalError("RunWriter: " + what + " on a moved-from writer");
+  }
+  if (state_ == State::kFinished) {
+    throw InternalError("RunWriter: " + what + " after finish(); '" + final_path_.string() +
+                        "' is closed for writing");
+  }
+}
+
+RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMeta& meta,
+                            int compression) {
+  if (final_path.empty()) throw UsageError("the run file path is empty; give an output path");
+  if (compression < 0 || compression > 9) {
+    throw UsageError("HDF5 compression level " + std::to_string(compression) +
+                     " is out of range; use 0 (off) to 9");
+  }
+  std::filesystem::path partial = final_path;
+  partial += schema::kPartialSuffix;
+  std::error_code ec;
+  if (std::filesystem::exists(final_path, ec)) {
+    throw UsageError("refusing to overwrite existing run file '" + final_path.string() +
+                     "'; choose another output name or move the old file away");
+  }
+  if (std::filesystem::exists(partial, ec)) {
+    throw UsageError("refusing to overwrite '" + partial.string() +
+                     "' (another run is writing it, or an earlier run died before finishing); "
+                     "move or delete it, or choose another output name");
+  }
+  const std::filesystem::path parent = final_path.parent_path();
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      throw RuntimeFault("cannot create output folder '" + parent.string() + "' for run file '" +
+                         final_path.string() + "': " + ec.message() +
+                         "; choose a writable output folder");
+    }
+  }
+
+  try {
+    h5::File file = h5::create_file(partial);
+    try {
+      write_root_attrs(file.get(), meta);
+      h5::flush(file.get());
+      file.close();
+    } catch (...) {
+      file.reset();
+      std::filesystem::remove(partial, ec);  // a file without root attributes is of no use
+      throw;
+    }
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "cannot create run file '" + partial.string() + "' (is folder '" +
+                                    (parent.empty() ? std::string(".") : parent.string()) +
+                                    "' writable?)");
+  }
+  return RunWriter(final_path, std::move(partial), compression);
+}
+
+void RunWriter::write_topology(const std::vector<RankInfo>& ranks,
+                               const std::vector<CheckResult>& placement_checks) {
+  require_open("write_topology");
+  const h5::Table rank_table = tables::to_table(ranks, tables::rank_fields());
+  const h5::Table check_table = tables::to_table(placement_checks, tables::check_fields());
+  edit_file(partial_path_, "topology", [&](hid_t file) {
+    h5::write_table(file, schema::ranks::kPath, rank_table, compression_);
+    h5::write_table(file, schema::kPlacementChecks, check_table, compression_);
+  });
+}
+
+void RunWriter::write_inventory(const std::vector<NodeInventory>& nodes) {
+  require_open("write_inventory");
+  std::vector<tables::NodeGpu> gpus;
+  std::vector<tables::NodeNic> nics;
+  for (const NodeInventory& node : nodes) {
+    for (const GpuInfo& gpu : node.gpus) gpus.push_back({node.node_index, gpu});
+    for (const NicInfo& nic : node.nics) nics.push_back({node.node_index, nic});
+  }
+  const h5::Table node_table = tables::to_table(nodes, tables::node_fields());
+  const h5::Table gpu_table = tables::to_table(gpus, tables::gpu_fields());
+  const h5::Table nic_table = tables::to_table(nics, tables::nic_fields());
+  edit_file(partial_path_, "inventory", [&](hid_t file) {
+    h5::write_table(file, schema::nodes::kPath, node_table, compression_);
+    h5::write_table(file, schema::gpus::kPath, gpu_table, compression_);
+    h5::write_table(file, schema::nics::kPath, nic_table, compression_);
+  });
+}
+
+void RunWriter::write_clock(std::span<const double> offset_us, std::span<const double> rtt_us) {
+  require_open("write_clock");
+  if (offset_us.size() != rtt_us.size()) {
+    throw InternalError("write_clock: " + std::to_string(offset_us.size()) + " offsets but " +
+                        std::to_string(rtt_us.size()) + " round trips; both are [world]");
+  }
+  edit_file(partial_path_, "clock offsets", [&](hid_t file) {
+    h5::write_dataset(file, schema::kClockOffsetUs, offset_us, {offset_us.size()}, compression_);
+    h5::write_dataset(file, schema::kClockRttUs, rtt_us, {rtt_us.size()}, compression_);
+  });
+}
+
+void RunWriter::write_array(const std::string& path, std::span<const double> data,
+                            const std::vector<std::uint64_t>& dims) {
+  require_open("write_array " + path);
+  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
+  });
+}
+
+void RunWriter::write_array(const std::string& path, std::span<const std::int64_t> data,
+                            const std::vector<std::uint64_t>& dims) {
+  require_open("write_array " + path);
+  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
+  });
+}
+
+void RunWriter::write_array(const std::string& path, std::span<const std::uint64_t> data,
+                            const std::vector<std::uint64_t>& dims) {
+  require_open("write_array " + path);
+  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
+  });
+}
+
+namespace {
+
+// Runs `write(object_id)` on the object at `path`, creating a group there first when missing.
+template <class Write>
+void on_object(hid_t file, const std::string& path, Write&& write) {
+  const std::string p = absolute_path(path);
+  if (!h5::exists(file, p)) (void)h5::ensure_group(file, p);
+  h5::Object obj = h5::open_object(file, p);
+  write(obj.get());
+}
+
+}  // namespace
+
+void RunWriter::set_attr(const std::string& object_path, const std::string& name,
+                         std::string_view value) {
+  require_open("set_attr " + name);
+  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+    on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
+  });
+}
+
+void RunWriter::set_attr(const std::string& object_path, const std::string& name, double value) {
+  require_open("set_attr " + name);
+  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+    on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
+  });
+}
+
+void RunWriter::set_attr(const std::string& object_path, const std::string& name,
+                         std::int64_t value) {
+  require_open("set_attr " + name);
+  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+    on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
+  });
+}
+
+void RunWriter::set_attr(const std::string& object_path, const std::string& name,
+                         std::uint64_t value) {
+  require_open("set_attr " + name);
+  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+    on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
+  });
+}
+
+void RunWriter::set_status(const std::string& status) {
+  require_open("set_status");
+  if (!is_run_status(status)) {
+    throw InternalError("RunWriter::set_status: '" + status +
+                        "' is not a run status (running, complete, aborted)");
+  }
+  const std::string finished = status == schema::kStatusRunning ? "" : utc_now_iso8601();
+  edit_file(partial_path_, "status '" + status + "'", [&](hid_t file) {
+    h5::Group root = h5::ensure_group(file, schema::kRoot);
+    h5::write_attr(root.get(), schema::kAttrStatus, status);
+    h5::write_attr(root.get(), schema::kAttrFinishedUtc, finished);
+  });
+}
+
+void RunWriter::finish(const std::string& status) {
+  require_open("finish");
+  if (status != schema::kStatusComplete && status != schema::kStatusAborted) {
+    throw InternalError("RunWriter::finish: status must be complete or aborted, not '" + status +
+                        "'");
+  }
+  set_status(status);
+  std::error_code ec;
+  if (std::filesystem::exists(final_path_, ec)) {
+    throw RuntimeFault("cannot rename '" + partial_path_.string() + "' to '" +
+                       final_path_.string() + "': that file appeared during the run; the run's "
+                       "record stays in '" + partial_path_.string() + "'");
+  }
+  std::filesystem::rename(partial_path_, final_path_, ec);
+  if (ec) {
+    throw RuntimeFault("cannot rename '" + partial_path_.string() + "' to '" +
+                       final_path_.string() + "': " + ec.message() +
+                       "; the run's record stays in the .partial file");
+  }
+  state_ = State::kFinished;
+}
+
+}  // namespace shakedown

@@ -1,0 +1,96 @@
+#pragma once
+// RunWriter: rank 0's writer of the run's HDF5 file (DESIGN.md "HDF5 file (schema 1)").
+//
+// The file is `<final>.partial` until finish() renames it. Every write method opens the file,
+// writes, flushes and closes it again, so a crash (or a kill by the scheduler) at any later point
+// leaves every completed write readable. Not thread-safe: the caller serialises. No MPI here: the
+// caller gathers the per-rank rows first.
+#include <concepts>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "record/run_meta.hpp"
+#include "topology/rank_info.hpp"
+
+namespace shakedown {
+
+class RunWriter {
+ public:
+  // Creates `<final_path>.partial` (and missing parent folders) and writes the root attributes
+  // with status "running" (started_utc = now when meta.started_utc is empty).
+  // UsageError: final_path or its .partial already exists, compression outside 0..9.
+  // RuntimeFault: the folder or the file cannot be created (the message names the path).
+  static RunWriter create(const std::filesystem::path& final_path, const RunMeta& meta,
+                          int compression);
+
+  RunWriter(RunWriter&& other) noexcept;
+  RunWriter& operator=(RunWriter&& other) noexcept;
+  RunWriter(const RunWriter&) = delete;
+  RunWriter& operator=(const RunWriter&) = delete;
+  // Leaves an unfinished .partial where it is: it is the record of a run that did not end.
+  ~RunWriter();
+
+  // /topology/ranks (one row per rank) and /topology/placement_checks.
+  void write_topology(const std::vector<RankInfo>& ranks,
+                      const std::vector<CheckResult>& placement_checks);
+  // /inventory/nodes, /inventory/gpus and /inventory/nics (rows carry node_index).
+  void write_inventory(const std::vector<NodeInventory>& nodes);
+  // /clock/offset_us and /clock/rtt_us, [world] each.
+  void write_clock(std::span<const double> offset_us, std::span<const double> rtt_us);
+
+  // An N-d dataset at `path` (absolute, or relative to "/"), creating missing groups.
+  // data.size() must equal the product of dims (InternalError otherwise); a path is written once.
+  void write_array(const std::string& path, std::span<const double> data,
+                   const std::vector<std::uint64_t>& dims);
+  void write_array(const std::string& path, std::span<const std::int64_t> data,
+                   const std::vector<std::uint64_t>& dims);
+  void write_array(const std::string& path, std::span<const std::uint64_t> data,
+                   const std::vector<std::uint64_t>& dims);
+
+  // A scalar attribute on `object_path` (a group is created there when nothing exists yet).
+  // An attribute of the same name is replaced.
+  void set_attr(const std::string& object_path, const std::string& name, std::string_view value);
+  void set_attr(const std::string& object_path, const std::string& name, double value);
+  void set_attr(const std::string& object_path, const std::string& name, std::int64_t value);
+  void set_attr(const std::string& object_path, const std::string& name, std::uint64_t value);
+  // Other integer types (int, bool, size_t...) go to the int64/uint64 overloads.
+  template <std::integral T>
+    requires(!std::same_as<T, std::int64_t> && !std::same_as<T, std::uint64_t>)
+  void set_attr(const std::string& object_path, const std::string& name, T value) {
+    if constexpr (std::is_unsigned_v<T> && !std::same_as<T, bool>) {
+      set_attr(object_path, name, static_cast<std::uint64_t>(value));
+    } else {
+      set_attr(object_path, name, static_cast<std::int64_t>(value));
+    }
+  }
+
+  // Root attribute status ("running" | "complete" | "aborted"; InternalError otherwise) and
+  // finished_utc = now ("" again for "running"). The file stays .partial.
+  void set_status(const std::string& status);
+  // set_status(status) for "complete" or "aborted", then renames .partial to the final path.
+  // Refuses (RuntimeFault, .partial kept) when the final path appeared meanwhile.
+  void finish(const std::string& status);
+
+  const std::filesystem::path& final_path() const noexcept { return final_path_; }
+  const std::filesystem::path& partial_path() const noexcept { return partial_path_; }
+  // The file now lives at final_path() and no more writes are accepted.
+  bool finished() const noexcept { return state_ == State::kFinished; }
+
+ private:
+  enum class State { kOpen, kFinished, kMovedFrom };
+  RunWriter(std::filesystem::path final_path, std::filesystem::path partial_path, int compression);
+  // InternalError unless the writer is open (not finished, not moved from).
+  void require_open(const std::string& what) const;
+
+  std::filesystem::path final_path_;
+  std::filesystem::path partial_path_;
+  int compression_ = 0;
+  State state_ = State::kOpen;
+};
+
+}  // namespace shakedown

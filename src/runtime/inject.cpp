@@ -1,0 +1,105 @@
+#include "runtime/inject.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "config/config.hpp"
+#include "core/error.hpp"
+
+namespace shakedown {
+
+const std::vector<std::string>& fault_kinds() {
+  static const std::vector<std::string> kKinds = {"stall"};
+  return kKinds;
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+[[noreturn]] void fail(std::string_view spec, const std::string& why) {
+  throw UsageError("--inject " + std::string(spec) + ": " + why +
+                   ". Syntax: stall:rank=R,phase=P[,seconds=S] (kinds: " + join(fault_kinds()) +
+                   ")");
+}
+
+}  // namespace
+
+FaultSpec parse_fault(std::string_view spec) {
+  FaultSpec f;
+  f.text = std::string(spec);
+  auto colon = spec.find(':');
+  f.kind = std::string(spec.substr(0, colon));
+  if (std::find(fault_kinds().begin(), fault_kinds().end(), f.kind) == fault_kinds().end()) {
+    fail(spec, "unknown fault kind '" + f.kind + "'");
+  }
+  if (colon == std::string_view::npos) fail(spec, "missing rank= and phase=");
+  bool have_rank = false;
+  bool have_phase = false;
+  std::string_view rest = spec.substr(colon + 1);
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) fail(spec, "'" + std::string(item) + "' is not key=value");
+    std::string key(item.substr(0, eq));
+    std::string value(item.substr(eq + 1));
+    if (key == "rank") {
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.rank);
+      if (ec != std::errc{} || p != value.data() + value.size() || f.rank < 0) {
+        fail(spec, "rank must be a rank number >= 0, got '" + value + "'");
+      }
+      have_rank = true;
+    } else if (key == "phase") {
+      const auto& phases = pipeline_phases();
+      if (std::find(phases.begin(), phases.end(), value) == phases.end()) {
+        fail(spec, "unknown phase '" + value + "' (phases: " + join(phases) + ")");
+      }
+      f.phase = value;
+      have_phase = true;
+    } else if (key == "seconds" && f.kind == "stall") {
+      char* end = nullptr;
+      f.seconds = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(f.seconds) ||
+          f.seconds < 0) {
+        fail(spec, "seconds must be a number >= 0, got '" + value + "'");
+      }
+    } else {
+      fail(spec, "unknown key '" + key + "'");
+    }
+  }
+  if (!have_rank) fail(spec, "missing rank=R");
+  if (!have_phase) fail(spec, "missing phase=P");
+  return f;
+}
+
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size,
+                     const std::vector<std::string>& phases_run) {
+  for (const auto& f : faults) {
+    if (f.rank >= world_size) {
+      throw UsageError("--inject " + f.text + ": rank " + std::to_string(f.rank) +
+                       " does not exist; this run has ranks 0.." + std::to_string(world_size - 1));
+    }
+    if (std::find(phases_run.begin(), phases_run.end(), f.phase) == phases_run.end()) {
+      throw UsageError("--inject " + f.text + ": phase '" + f.phase +
+                       "' is not run (phases: " + join(phases_run) +
+                       "); the fault would never be planted. Add it with --phases");
+    }
+  }
+}
+
+std::optional<FaultSpec> FaultPlan::find(std::string_view kind, int rank,
+                                         std::string_view phase) const {
+  for (const auto& f : faults_) {
+    if (f.kind == kind && f.rank == rank && f.phase == phase) return f;
+  }
+  return std::nullopt;
+}
+
+}  // namespace shakedown

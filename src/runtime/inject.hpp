@@ -1,0 +1,41 @@
+#pragma once
+// --inject: planted faults for the validator's self-test. Each later phase that supports a fault
+// kind looks up its plan here; the spec syntax is KIND:key=value,key=value.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shakedown {
+
+struct FaultSpec {
+  std::string kind;   // stall (this issue); corrupt, sdc ... as later phases add them
+  int rank = 0;       // the rank that misbehaves
+  std::string phase;  // the phase in which it does
+  double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
+  std::string text;   // the spec as written, for messages and the record
+};
+
+// Parses one --inject value. Throws UsageError naming the spec and what is accepted.
+FaultSpec parse_fault(std::string_view spec);
+
+// Checks the faults against the run: rank < world size, phase among those that run.
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size,
+                     const std::vector<std::string>& phases_run);
+
+class FaultPlan {
+ public:
+  FaultPlan() = default;
+  explicit FaultPlan(std::vector<FaultSpec> faults) : faults_(std::move(faults)) {}
+  // The fault of `kind` planted on `rank` in `phase`, if any.
+  std::optional<FaultSpec> find(std::string_view kind, int rank, std::string_view phase) const;
+  const std::vector<FaultSpec>& all() const { return faults_; }
+
+ private:
+  std::vector<FaultSpec> faults_;
+};
+
+// Fault kinds this build understands.
+const std::vector<std::string>& fault_kinds();
+
+}  // namespace shakedown

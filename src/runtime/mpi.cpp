@@ -1,0 +1,166 @@
+#include "runtime/mpi.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace shakedown {
+
+void mpi_check(int rc, const char* expr, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+  throw RuntimeFault("MPI error in " + std::string(expr) + " at " + file + ":" + std::to_string(line) +
+                     ": " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
+  if (initialized()) return;
+  int provided = MPI_THREAD_SINGLE;
+  SD_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  owns_ = true;
+  SD_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  if (provided < MPI_THREAD_MULTIPLE) {
+    throw RuntimeFault(
+        "the MPI library does not provide MPI_THREAD_MULTIPLE (got level " +
+        std::to_string(provided) +
+        "); shakedown's watchdog needs it. Use an MPI built with thread support (Open MPI >= 4 "
+        "does by default)");
+  }
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  if (owns_ && !finalized()) MPI_Finalize();
+}
+
+bool MpiEnvironment::initialized() {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  return flag != 0;
+}
+
+bool MpiEnvironment::finalized() {
+  int flag = 0;
+  MPI_Finalized(&flag);
+  return flag != 0;
+}
+
+CommHandle::~CommHandle() {
+  if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF &&
+      !MpiEnvironment::finalized()) {
+    MPI_Comm_free(&comm_);
+  }
+}
+
+CommHandle& CommHandle::operator=(CommHandle&& other) noexcept {
+  if (this != &other) {
+    CommHandle old(release());
+    comm_ = other.release();
+  }
+  return *this;
+}
+
+int CommHandle::rank() const { return comm_rank(comm_); }
+int CommHandle::size() const { return comm_size(comm_); }
+
+CommHandle comm_dup(MPI_Comm comm) {
+  MPI_Comm out = MPI_COMM_NULL;
+  SD_MPI_CHECK(MPI_Comm_dup(comm, &out));
+  SD_MPI_CHECK(MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN));
+  return CommHandle(out);
+}
+
+CommHandle comm_split(MPI_Comm comm, int color, int key) {
+  MPI_Comm out = MPI_COMM_NULL;
+  SD_MPI_CHECK(MPI_Comm_split(comm, color, key, &out));
+  if (out != MPI_COMM_NULL) SD_MPI_CHECK(MPI_Comm_set_errhandler(out, MPI_ERRORS_RETURN));
+  return CommHandle(out);
+}
+
+int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  SD_MPI_CHECK(MPI_Comm_rank(comm, &r));
+  return r;
+}
+
+int comm_size(MPI_Comm comm) {
+  int n = 0;
+  SD_MPI_CHECK(MPI_Comm_size(comm, &n));
+  return n;
+}
+
+namespace {
+
+std::vector<int> displacements(const std::vector<int>& counts, int* total) {
+  std::vector<int> displs(counts.size(), 0);
+  long long sum = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    displs[i] = static_cast<int>(sum);
+    sum += counts[i];
+  }
+  if (sum > 0x7fffffff) throw RuntimeFault("gathered records exceed 2 GiB; too many ranks for one gather");
+  *total = static_cast<int>(sum);
+  return displs;
+}
+
+std::vector<std::string> split_by_counts(const std::string& flat, const std::vector<int>& counts,
+                                         const std::vector<int>& displs) {
+  std::vector<std::string> out(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    out[i] = flat.substr(static_cast<std::size_t>(displs[i]), static_cast<std::size_t>(counts[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> gather_strings(MPI_Comm comm, int root, const std::string& mine) {
+  const int n = comm_size(comm);
+  const bool is_root = comm_rank(comm) == root;
+  int len = static_cast<int>(mine.size());
+  std::vector<int> counts(is_root ? static_cast<std::size_t>(n) : 0);
+  SD_MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm));
+  int total = 0;
+  std::vector<int> displs = is_root ? displacements(counts, &total) : std::vector<int>{};
+  std::string flat(static_cast<std::size_t>(total), '\0');
+  SD_MPI_CHECK(MPI_Gatherv(mine.data(), len, MPI_CHAR, flat.data(), counts.data(), displs.data(),
+                           MPI_CHAR, root, comm));
+  if (!is_root) return {};
+  return split_by_counts(flat, counts, displs);
+}
+
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine) {
+  const int n = comm_size(comm);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(n));
+  SD_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
+  int total = 0;
+  std::vector<int> displs = displacements(counts, &total);
+  std::string flat(static_cast<std::size_t>(total), '\0');
+  SD_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, flat.data(), counts.data(), displs.data(),
+                              MPI_CHAR, comm));
+  return split_by_counts(flat, counts, displs);
+}
+
+std::string bcast_string(MPI_Comm comm, int root, std::string value) {
+  unsigned long long len = value.size();
+  SD_MPI_CHECK(MPI_Bcast(&len, 1, MPI_UNSIGNED_LONG_LONG, root, comm));
+  value.resize(static_cast<std::size_t>(len));
+  if (len > 0) {
+    SD_MPI_CHECK(MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, root, comm));
+  }
+  return value;
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "unknown";
+  std::string s(text, static_cast<std::size_t>(len));
+  auto nl = s.find_first_of("\n,");
+  if (nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+}  // namespace shakedown

@@ -1,0 +1,90 @@
+#pragma once
+// The watchdog: every rank walks the same sequence of named steps (init, barriers, phases,
+// collectives per size). A thread on each rank reports its rank's position to a thread on rank 0,
+// which notices when a step outlives its timeout and names the ranks that never reached it
+// (e.g. "rank 1 (host vm, node 0) did not reach 'phase inventory' within 5 s; it was last at
+// 'clock sync'"). The run then ends with exit 3 through MPI_Abort: a hang cannot be turned into
+// an exception, because the main threads are blocked inside MPI.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/mpi.hpp"
+
+namespace shakedown {
+
+// Which ranks are behind, and what to say about them. Pure, so it is unit-tested.
+struct RankPosition {
+  std::int64_t seq = 0;
+  std::string label;
+  bool done = false;
+};
+struct StallReport {
+  bool stalled = false;
+  std::string message;
+  std::vector<int> laggards;  // ranks that never reached the step the others are waiting in
+};
+// `furthest_since_s`: how long ago the furthest step was first reached by any rank.
+StallReport assess_positions(const std::vector<RankPosition>& positions,
+                             const std::vector<std::string>& rank_names, double furthest_since_s,
+                             double timeout_s);
+
+class Watchdog {
+ public:
+  struct Options {
+    double step_timeout_s = 300;  // timeouts.phase_s
+    double run_timeout_s = 3600;  // timeouts.run_s
+    double poll_s = 0.02;
+  };
+  // Called on rank 0's watchdog thread before the abort, e.g. to mark the HDF5 file aborted.
+  using AbortHook = std::function<void(const std::string& message)>;
+
+  // Collective over `world` (duplicated for the watchdog's own traffic). `rank_names[r]` is how
+  // messages name rank r.
+  Watchdog(MPI_Comm world, Options options, std::vector<std::string> rank_names, AbortHook hook);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // This rank enters the next step. Every rank must pass the same steps in the same order.
+  void step(const std::string& label) { step(label, options_.step_timeout_s); }
+  void step(const std::string& label, double timeout_s);
+  // MPI_Barrier on `comm` as a named step.
+  void barrier(MPI_Comm comm, const std::string& label);
+  // Normal end of the run; every rank calls it. Rank 0 waits until every rank has said so.
+  void stop();
+
+  const std::string& current_label() const { return label_; }
+
+ private:
+  struct Message;
+  void run_root();
+  void run_peer();
+  [[noreturn]] void abort_run(const std::string& message);
+
+  Options options_;
+  std::vector<std::string> rank_names_;
+  AbortHook hook_;
+  CommHandle comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  double start_us_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::int64_t seq_ = 0;
+  std::string label_ = "start";
+  double timeout_s_ = 0;
+  double step_started_us_ = 0;
+  bool stop_requested_ = false;
+  bool abandon_ = false;  // error path: leave without the closing handshake
+  std::once_flag abort_once_;
+  std::thread thread_;
+};
+
+}  // namespace shakedown

@@ -1,0 +1,495 @@
+#include "topology/discovery.hpp"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "topology/cpu_list.hpp"
+#include "topology/hwloc_util.hpp"
+#include "topology/versions.hpp"
+
+#if SHAKEDOWN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace shakedown {
+
+namespace hu = hwloc_util;
+
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+std::string host_name() {
+  char buffer[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+  return buffer;
+}
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t\r\n\"'");
+  if (first == std::string::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n\"'");
+  return s.substr(first, last - first + 1);
+}
+
+// Value of the first "key<sep>value" line of a text file, "" when absent.
+std::string file_value(const std::string& path, const std::string& key, char sep) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto pos = line.find(sep);
+    if (pos == std::string::npos) continue;
+    if (trim(line.substr(0, pos)) == key) return trim(line.substr(pos + 1));
+  }
+  return {};
+}
+
+std::string cpu_model_from_proc() {
+  // x86 names the model; many ARM kernels do not ("Hardware"/"CPU part" only).
+  std::string model = file_value("/proc/cpuinfo", "model name", ':');
+  if (model.empty()) model = file_value("/proc/cpuinfo", "Model", ':');
+  return model;
+}
+
+std::string cpu_model_from_hwloc(hwloc_topology_t topo) {
+  for (hwloc_obj_t pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, nullptr); pkg != nullptr;
+       pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pkg)) {
+    if (const char* model = hwloc_obj_get_info_by_name(pkg, "CPUModel")) return model;
+  }
+  return {};
+}
+
+std::string os_pretty_name() {
+  std::string name = file_value("/etc/os-release", "PRETTY_NAME", '=');
+  if (name.empty()) name = file_value("/usr/lib/os-release", "PRETTY_NAME", '=');
+  return name.empty() ? "unknown" : name;
+}
+
+std::string kernel_release() {
+  struct utsname u {};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.release) + " " + u.machine;
+}
+
+std::uint64_t memory_from_proc() {
+  const std::string kb = file_value("/proc/meminfo", "MemTotal", ':');  // "24576000 kB"
+  return std::strtoull(kb.c_str(), nullptr, 10) * 1024ull;
+}
+
+int count_of(hwloc_topology_t topo, hwloc_obj_type_t type) {
+  const int n = hwloc_get_nbobjs_by_type(topo, type);
+  return n > 0 ? n : 0;
+}
+
+// NUMA nodes (os indices, "0,1") whose CPUs intersect a CPU list.
+std::string numa_of_cpus(hwloc_topology_t topo, const std::string& cpus) {
+  if (cpus.empty()) return {};
+  hu::Bitmap set;
+  if (hwloc_bitmap_list_sscanf(set.get(), cpus.c_str()) != 0) return {};
+  std::string out;
+  for (hwloc_obj_t numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr);
+       numa != nullptr; numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, numa)) {
+    if (numa->cpuset != nullptr && hwloc_bitmap_intersects(numa->cpuset, set.get())) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(numa->os_index);
+    }
+  }
+  return out;
+}
+
+hwloc_obj_t find_pcidev(hwloc_topology_t topo, std::string_view bus_id) {
+  const auto address = hu::parse_pci_bus_id(bus_id);
+  if (!address) return nullptr;
+  return hwloc_get_pcidev_by_busid(topo, address->domain, address->bus, address->device,
+                                   address->function);
+}
+
+// One network device of the node with the hwloc objects needed to rank it by distance.
+struct NicEntry {
+  NicInfo info;
+  hwloc_obj_t pci = nullptr;       // PCI function, null for devices not on PCI
+  hwloc_obj_t locality = nullptr;  // non-I/O ancestor
+  bool openfabrics = false;
+  bool ib_netdev = false;   // an ib* network interface on the same function
+  bool eth_netdev = false;  // another network interface on the same function
+};
+
+std::vector<NicEntry> collect_nics(hwloc_topology_t topo) {
+  std::vector<NicEntry> nics;
+  for (hwloc_obj_t os = hwloc_get_next_osdev(topo, nullptr); os != nullptr;
+       os = hwloc_get_next_osdev(topo, os)) {
+    const auto type = os->attr->osdev.type;
+    if (type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) continue;
+    const std::string name = os->name != nullptr ? os->name : "";
+    if (name.empty() || name == "lo") continue;
+    hwloc_obj_t pci = os->parent;
+    if (pci != nullptr && pci->type != HWLOC_OBJ_PCI_DEVICE) pci = nullptr;
+    // An InfiniBand HCA shows up twice (mlx5_0 and ib0) on one PCI function: one NIC.
+    auto it = std::find_if(nics.begin(), nics.end(), [&](const NicEntry& e) {
+      return pci != nullptr ? e.pci == pci : (e.pci == nullptr && e.info.name == name);
+    });
+    if (it == nics.end()) {
+      NicEntry e;
+      e.pci = pci;
+      e.locality = hu::locality_of(topo, os);
+      e.info.pci_bus_id = hu::bus_id_of(pci);
+      e.info.numa_node = hu::single_numa_node(e.locality);
+      nics.push_back(e);
+      it = nics.end() - 1;
+    }
+    if (type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+      // NCCL_IB_HCA and UCX_NET_DEVICES take the verbs name, so it wins over the netdev name.
+      it->openfabrics = true;
+      it->info.name = name;
+    } else {
+      if (!it->openfabrics) it->info.name = name;
+      (name.rfind("ib", 0) == 0 ? it->ib_netdev : it->eth_netdev) = true;
+    }
+  }
+  for (auto& e : nics) {
+    // A verbs device whose only netdev is an Ethernet one is RoCE; IPoIB netdevs are ib*.
+    if (e.openfabrics) {
+      e.info.kind = (e.eth_netdev && !e.ib_netdev) ? "ethernet" : "infiniband";
+    } else {
+      e.info.kind = e.ib_netdev ? "infiniband" : "ethernet";
+    }
+  }
+  std::stable_sort(nics.begin(), nics.end(), [](const NicEntry& a, const NicEntry& b) {
+    const bool a_pci = !a.info.pci_bus_id.empty(), b_pci = !b.info.pci_bus_id.empty();
+    if (a_pci != b_pci) return a_pci;
+    if (a.info.pci_bus_id != b.info.pci_bus_id) return a.info.pci_bus_id < b.info.pci_bus_id;
+    return a.info.name < b.info.name;
+  });
+  return nics;
+}
+
+#if SHAKEDOWN_HAVE_CUDA
+std::string cuda_error_note(cudaError_t rc) {
+  std::string note = std::string("CUDA: ") + cudaGetErrorString(rc);
+  // A sticky error state would poison the next CUDA call of whoever comes after us.
+  (void)cudaGetLastError();
+  return note;
+}
+#endif
+
+// When CUDA sees nothing but the PCI bus has NVIDIA GPUs, the fix is on the node (driver).
+std::string with_pci_hint(std::string note, hwloc_topology_t topo) {
+  const auto on_pci = hu::nvidia_gpus(topo).size();
+  if (on_pci > 0) {
+    note += "; hwloc sees " + std::to_string(on_pci) +
+            " NVIDIA GPU(s) on the PCI bus: check the NVIDIA driver with nvidia-smi";
+  }
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible != nullptr) note += std::string(" (CUDA_VISIBLE_DEVICES=\"") + visible + "\")";
+  return note;
+}
+
+void fill_locality(hwloc_topology_t topo, GpuInfo& gpu) {
+  hwloc_obj_t dev = find_pcidev(topo, gpu.pci_bus_id);
+  hwloc_obj_t loc = hu::locality_of(topo, dev);
+  if (loc == nullptr) return;
+  gpu.numa_node = hu::single_numa_node(loc);
+  gpu.cpus = hu::list_string(loc->cpuset);
+}
+
+// nvmlReturn_t is a C enum: int-sized, 0 is NVML_SUCCESS.
+using NvmlInitFn = int (*)();
+using NvmlDriverVersionFn = int (*)(char*, unsigned int);
+using NvmlShutdownFn = int (*)();
+
+struct DlClose {
+  void operator()(void* handle) const { dlclose(handle); }
+};
+
+std::string driver_from_nvml() {
+  // No nvml.h ships here; NVML is optional at run time, so it is loaded, never linked.
+  const std::unique_ptr<void, DlClose> lib(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL));
+  if (!lib) return {};
+  auto init = reinterpret_cast<NvmlInitFn>(dlsym(lib.get(), "nvmlInit_v2"));
+  auto version = reinterpret_cast<NvmlDriverVersionFn>(dlsym(lib.get(), "nvmlSystemGetDriverVersion"));
+  auto shutdown = reinterpret_cast<NvmlShutdownFn>(dlsym(lib.get(), "nvmlShutdown"));
+  if (init == nullptr || version == nullptr || shutdown == nullptr || init() != 0) return {};
+  char buffer[96] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
+  const int rc = version(buffer, sizeof buffer);
+  shutdown();
+  return rc == 0 ? std::string(buffer) : std::string();
+}
+
+std::string driver_from_proc() {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 ..." (open and
+  // proprietary modules word it differently: take the first dotted number).
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(in, line)) return {};
+  std::istringstream words(line);
+  std::string word;
+  while (words >> word) {
+    if (std::isdigit(static_cast<unsigned char>(word.front())) != 0 &&
+        word.find('.') != std::string::npos &&
+        word.find_first_not_of("0123456789.") == std::string::npos) {
+      return word;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string format_gpu_uuid(const std::array<unsigned char, 16>& b) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return buffer;
+}
+
+std::string format_pci_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%04x:%02x:%02x.%01x", domain, bus, device, function);
+  return buffer;
+}
+
+std::string bound_cpus() {
+  // Start at the usual 1024 CPUs and grow: the kernel answers EINVAL while the mask is too small.
+  for (int ncpus = 1024; ncpus <= (1 << 18); ncpus *= 4) {
+    cpu_set_t* set = CPU_ALLOC(ncpus);
+    if (set == nullptr) return {};
+    const std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> owned(set, [](cpu_set_t* s) { CPU_FREE(s); });
+    const std::size_t bytes = CPU_ALLOC_SIZE(ncpus);
+    CPU_ZERO_S(bytes, set);
+    if (sched_getaffinity(0, bytes, set) != 0) {
+      if (errno == EINVAL) continue;
+      return {};
+    }
+    std::vector<int> cpus;
+    for (int c = 0; c < ncpus; ++c) {
+      if (CPU_ISSET_S(static_cast<std::size_t>(c), bytes, set)) cpus.push_back(c);
+    }
+    return format_cpu_list(std::move(cpus));
+  }
+  return {};
+}
+
+CudaDevices cuda_devices() {
+  CudaDevices out;
+#if SHAKEDOWN_HAVE_CUDA
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) {
+    out.note = cuda_error_note(rc);
+    return out;
+  }
+  if (count == 0) {
+    out.note = "CUDA: no devices visible";
+    return out;
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    const cudaError_t prc = cudaGetDeviceProperties(&prop, i);
+    if (prc != cudaSuccess) {
+      out.note = "CUDA: device " + std::to_string(i) + ": " + cuda_error_note(prc);
+      continue;
+    }
+    GpuInfo g;
+    g.index = i;
+    g.name = prop.name;
+    std::array<unsigned char, 16> bytes{};
+    for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<unsigned char>(prop.uuid.bytes[k]);
+    g.uuid = format_gpu_uuid(bytes);
+    g.pci_bus_id = format_pci_bus_id(static_cast<unsigned>(prop.pciDomainID),
+                                     static_cast<unsigned>(prop.pciBusID),
+                                     static_cast<unsigned>(prop.pciDeviceID), 0);
+    g.memory_bytes = prop.totalGlobalMem;
+    out.gpus.push_back(std::move(g));
+  }
+#else
+  out.note = "built without CUDA";
+#endif
+  return out;
+}
+
+std::vector<GpuInfo> pci_gpus(const HwlocTopology& topology) {
+  std::vector<GpuInfo> gpus;
+  for (hwloc_obj_t dev : hu::nvidia_gpus(topology.get())) {
+    GpuInfo g;
+    g.index = static_cast<int>(gpus.size());
+    char name[40];
+    std::snprintf(name, sizeof name, "NVIDIA [10de:%04x]", static_cast<unsigned>(dev->attr->pcidev.device_id));
+    g.name = name;
+    g.pci_bus_id = hu::bus_id_of(dev);
+    fill_locality(topology.get(), g);
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+PciLocality pci_locality(const HwlocTopology& topology, std::string_view pci_bus_id) {
+  PciLocality out;
+  hwloc_obj_t dev = find_pcidev(topology.get(), pci_bus_id);
+  if (dev == nullptr) return out;
+  out.found = true;
+  hwloc_obj_t loc = hu::locality_of(topology.get(), dev);
+  out.numa_node = hu::single_numa_node(loc);
+  out.cpus = loc != nullptr ? hu::list_string(loc->cpuset) : std::string();
+  return out;
+}
+
+std::vector<NicInfo> list_nics(const HwlocTopology& topology) {
+  std::vector<NicInfo> out;
+  for (auto& e : collect_nics(topology.get())) out.push_back(std::move(e.info));
+  return out;
+}
+
+std::string nearest_nic(const HwlocTopology& topology, std::string_view gpu_pci_bus_id,
+                        std::string_view cpus) {
+  hwloc_topology_t topo = topology.get();
+  const auto nics = collect_nics(topo);
+  if (nics.empty()) return {};
+  const auto prefer = [](const NicEntry& e) { return e.info.kind == "infiniband" ? 0 : 1; };
+
+  hwloc_obj_t gpu = gpu_pci_bus_id.empty() ? nullptr : find_pcidev(topo, gpu_pci_bus_id);
+  if (gpu != nullptr) {
+    // Steps from the GPU up to the first ancestor it shares with the NIC: 1 = same PCIe switch.
+    std::vector<hwloc_obj_t> chain;
+    for (hwloc_obj_t o = gpu; o != nullptr; o = o->parent) chain.push_back(o);
+    const auto steps = [&](const NicEntry& e) {
+      for (hwloc_obj_t o = e.pci != nullptr ? e.pci : e.locality; o != nullptr; o = o->parent) {
+        const auto it = std::find(chain.begin(), chain.end(), o);
+        if (it != chain.end()) return static_cast<std::size_t>(it - chain.begin());
+      }
+      return chain.size();
+    };
+    const auto best = std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
+      const auto sa = steps(a), sb = steps(b);
+      return sa != sb ? sa < sb : prefer(a) < prefer(b);
+    });
+    return best->info.name;
+  }
+
+  hu::Bitmap bound;
+  const std::string text(cpus);
+  const bool have_cpus = !text.empty() && hwloc_bitmap_list_sscanf(bound.get(), text.c_str()) == 0;
+  const auto overlap = [&](const NicEntry& e) {
+    if (!have_cpus || e.locality == nullptr || e.locality->cpuset == nullptr) return 0;
+    hu::Bitmap both;
+    hwloc_bitmap_and(both.get(), e.locality->cpuset, bound.get());
+    return hwloc_bitmap_weight(both.get());
+  };
+  const auto best = std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
+    const int oa = overlap(a), ob = overlap(b);
+    return oa != ob ? oa > ob : prefer(a) < prefer(b);
+  });
+  return best->info.name;
+}
+
+RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, int local_rank,
+                       int local_size) {
+  if (rank < 0 || node_index < 0 || local_rank < 0 || local_size < 1 || local_rank >= local_size) {
+    throw InternalError("discover_rank: inconsistent placement rank=" + std::to_string(rank) +
+                        " node_index=" + std::to_string(node_index) + " local_rank=" +
+                        std::to_string(local_rank) + " local_size=" + std::to_string(local_size) +
+                        " (bug in the caller: the Context computes these)");
+  }
+  hwloc_topology_t topo = topology.get();
+  RankInfo r;
+  r.rank = rank;
+  r.node_index = node_index;
+  r.local_rank = local_rank;
+  r.local_size = local_size;
+  r.hostname = host_name();
+  r.cpus = bound_cpus();
+  const auto parsed = parse_cpu_list(r.cpus);
+  r.cpu_count = parsed ? static_cast<int>(parsed->size()) : 0;
+  r.node_pus = count_of(topo, HWLOC_OBJ_PU);
+  r.node_cores = count_of(topo, HWLOC_OBJ_CORE);
+  if (r.node_cores == 0) r.node_cores = r.node_pus;  // some platforms expose no Core level
+  r.numa = numa_of_cpus(topo, r.cpus);
+
+  CudaDevices cuda = cuda_devices();
+  r.gpu_count = static_cast<int>(cuda.gpus.size());
+  if (r.gpu_count > 0) {
+    r.gpu_index = local_rank % r.gpu_count;
+    r.gpu = cuda.gpus[static_cast<std::size_t>(r.gpu_index)];
+    fill_locality(topo, r.gpu);
+  } else {
+    r.gpu_note = with_pci_hint(cuda.note, topo);
+  }
+
+  r.nics = list_nics(topology);
+  r.nic = nearest_nic(topology, r.gpu.pci_bus_id, r.cpus);
+
+  r.slurm_job_id = env_or_empty("SLURM_JOB_ID");
+  r.slurm_node_id = env_or_empty("SLURM_NODEID");
+  r.slurm_local_id = env_or_empty("SLURM_LOCALID");
+  r.slurm_procid = env_or_empty("SLURM_PROCID");
+  r.slurm_topology_addr = env_or_empty("SLURM_TOPOLOGY_ADDR");
+  r.slurm_topology_pattern = env_or_empty("SLURM_TOPOLOGY_ADDR_PATTERN");
+  return r;
+}
+
+RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size) {
+  const HwlocTopology topology = HwlocTopology::this_machine();
+  return discover_rank(topology, rank, node_index, local_rank, local_size);
+}
+
+NodeInventory discover_node(const HwlocTopology& topology, int node_index) {
+  hwloc_topology_t topo = topology.get();
+  NodeInventory n;
+  n.node_index = node_index;
+  n.hostname = host_name();
+  // /proc describes the running machine; a saved XML topology carries its own CPU model.
+  if (topology.is_this_system()) n.cpu_model = cpu_model_from_proc();
+  if (n.cpu_model.empty()) n.cpu_model = cpu_model_from_hwloc(topo);
+  if (n.cpu_model.empty()) n.cpu_model = "unknown";
+  n.sockets = count_of(topo, HWLOC_OBJ_PACKAGE);
+  n.cores = count_of(topo, HWLOC_OBJ_CORE);
+  n.pus = count_of(topo, HWLOC_OBJ_PU);
+  n.numa_nodes = count_of(topo, HWLOC_OBJ_NUMANODE);
+  n.memory_bytes = hwloc_get_root_obj(topo)->total_memory;
+  if (n.memory_bytes == 0 && topology.is_this_system()) n.memory_bytes = memory_from_proc();
+  n.os = os_pretty_name();
+  n.kernel = kernel_release();
+
+  CudaDevices cuda = cuda_devices();
+  for (auto& g : cuda.gpus) fill_locality(topo, g);
+  n.gpus = std::move(cuda.gpus);
+  if (n.gpus.empty()) n.gpu_note = with_pci_hint(cuda.note, topo);
+  n.nics = list_nics(topology);
+  n.gpu_driver = driver_from_nvml();
+  if (n.gpu_driver.empty()) n.gpu_driver = driver_from_proc();
+
+  const LibraryVersions v = library_versions();
+  n.mpi_version = v.mpi;
+  n.nccl_version = v.nccl;
+  n.cuda_runtime_version = v.cuda_runtime;
+  n.cuda_driver_version = v.cuda_driver;
+  n.hdf5_version = v.hdf5;
+  n.ucx_version = v.ucx;
+  n.hwloc_version = v.hwloc;
+  n.openblas_version = v.openblas;
+  return n;
+}
+
+NodeInventory discover_node(int node_index) {
+  const HwlocTopology topology = HwlocTopology::this_machine();
+  return discover_node(topology, node_index);
+}
+
+}  // namespace shakedown

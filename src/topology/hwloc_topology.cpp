@@ -1,0 +1,96 @@
+#include "topology/hwloc_topology.hpp"
+
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace shakedown {
+namespace {
+
+// Owns a topology between init and a successful load, so every early throw destroys it.
+struct PendingTopology {
+  hwloc_topology_t topo = nullptr;
+  ~PendingTopology() {
+    if (topo != nullptr) hwloc_topology_destroy(topo);
+  }
+  hwloc_topology_t release() { return std::exchange(topo, nullptr); }
+};
+
+void init_with_io(PendingTopology& pending, const std::string& where) {
+  if (hwloc_topology_init(&pending.topo) != 0) {
+    pending.topo = nullptr;
+    throw RuntimeFault("hwloc: hwloc_topology_init failed for " + where + ": " +
+                       std::strerror(errno) + " (out of memory?)");
+  }
+  // GPUs and NICs are PCI/OS devices; hwloc drops them unless asked. KEEP_IMPORTANT keeps GPUs,
+  // NICs and the bridges above them, but not every PCI bridge and USB controller.
+  if (hwloc_topology_set_io_types_filter(pending.topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0) {
+    throw RuntimeFault("hwloc: cannot enable I/O device discovery for " + where + ": " +
+                       std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+HwlocTopology::HwlocTopology(hwloc_topology* topo, std::string source, bool this_system) noexcept
+    : topo_(topo), source_(std::move(source)), this_system_(this_system) {}
+
+HwlocTopology::~HwlocTopology() {
+  if (topo_ != nullptr) hwloc_topology_destroy(topo_);
+}
+
+HwlocTopology::HwlocTopology(HwlocTopology&& other) noexcept
+    : topo_(std::exchange(other.topo_, nullptr)),
+      source_(std::move(other.source_)),
+      this_system_(other.this_system_) {}
+
+HwlocTopology& HwlocTopology::operator=(HwlocTopology&& other) noexcept {
+  if (this != &other) {
+    if (topo_ != nullptr) hwloc_topology_destroy(topo_);
+    topo_ = std::exchange(other.topo_, nullptr);
+    source_ = std::move(other.source_);
+    this_system_ = other.this_system_;
+  }
+  return *this;
+}
+
+HwlocTopology HwlocTopology::this_machine() {
+  const std::string where = "this machine";
+  PendingTopology pending;
+  init_with_io(pending, where);
+  if (hwloc_topology_load(pending.topo) != 0) {
+    throw RuntimeFault("hwloc: cannot read the topology of this machine: " +
+                       std::string(std::strerror(errno)) +
+                       " (is /sys mounted? run `lstopo` to see what hwloc reports)");
+  }
+  return HwlocTopology(pending.release(), where, true);
+}
+
+HwlocTopology HwlocTopology::from_xml_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw UsageError("topology XML '" + path +
+                     "' does not exist or is not a file: save one on the target node with "
+                     "`lstopo --of xml FILE` and pass that path");
+  }
+  PendingTopology pending;
+  init_with_io(pending, "'" + path + "'");
+  if (hwloc_topology_set_xml(pending.topo, path.c_str()) != 0) {
+    throw UsageError("hwloc cannot use '" + path + "' as an XML topology: " +
+                     std::strerror(errno) + " (check it with `lstopo --input " + path + "`)");
+  }
+  if (hwloc_topology_load(pending.topo) != 0) {
+    throw UsageError("hwloc cannot load the XML topology '" + path + "': " + std::strerror(errno) +
+                     " (check it with `lstopo --input " + path + "`; hwloc prints the reason)");
+  }
+  // An XML file may have been saved on this very machine; hwloc decides (HWLOC_THISSYSTEM).
+  const bool this_system = hwloc_topology_is_thissystem(pending.topo) != 0;
+  return HwlocTopology(pending.release(), path, this_system);
+}
+
+}  // namespace shakedown

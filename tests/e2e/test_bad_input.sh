@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Usage and configuration errors: exit 2 with a message naming the key path, file and line.
+source "$(dirname "$0")/lib.sh"
+
+cat >"$TMP/bad.yaml" <<'YAML'
+collectives:
+  iters: ten
+YAML
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --config "$TMP/bad.yaml" --out "$TMP/x.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "bad config under mpirun"
+expect_in "$TMP/out" "bad.yaml:2.*collectives\.iters" "bad config message"
+[[ $(grep -c "collectives.iters" "$TMP/out") -eq 1 ]] || fail "the error was printed by more than one rank"
+[[ ! -e "$TMP/x.h5" && ! -e "$TMP/x.h5.partial" ]] || fail "a file was created for a bad config"
+
+"$SHAKEDOWN" run --config "$TMP/bad.yaml" >"$TMP/out" 2>&1
+expect_rc 2 $? "bad config without mpirun"
+
+"$SHAKEDOWN" run --set collectives.itres=3 >"$TMP/out" 2>&1
+expect_rc 2 $? "unknown --set key"
+expect_in "$TMP/out" "did you mean.*iters" "suggestion for a misspelt key"
+
+"$SHAKEDOWN" run --phases inventory,colectives >"$TMP/out" 2>&1
+expect_rc 2 $? "unknown phase"
+expect_in "$TMP/out" "colectives" "unknown phase named"
+
+"$MPIRUN" -n 3 "$SHAKEDOWN" run --virtual-nodes 2 --out "$TMP/v.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "3 ranks as 2 virtual nodes"
+expect_in "$TMP/out" "virtual_nodes.*do not divide the 3 ranks" "virtual node message"
+[[ ! -e "$TMP/v.h5" ]] || fail "a file was created for an impossible layout"
+
+"$SHAKEDOWN" run --inject explode:rank=0,phase=inventory >"$TMP/out" 2>&1
+expect_rc 2 $? "unknown fault kind"
+expect_in "$TMP/out" "unknown fault kind 'explode'" "fault kind message"
+
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --inject stall:rank=5,phase=inventory --out "$TMP/i.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "inject on a rank that does not exist"
+expect_in "$TMP/out" "rank 5 does not exist" "inject rank message"
+
+"$SHAKEDOWN" run --no-such-flag >"$TMP/out" 2>&1
+expect_rc 2 $? "unknown flag"
+"$SHAKEDOWN" frobnicate >"$TMP/out" 2>&1
+expect_rc 2 $? "unknown subcommand"
+"$SHAKEDOWN" >"$TMP/out" 2>&1
+expect_rc 2 $? "no subcommand"
+"$SHAKEDOWN" --help >"$TMP/out" 2>&1
+expect_rc 0 $? "--help"
+expect_in "$TMP/out" "summary" "--help lists subcommands"
+"$SHAKEDOWN" --version >"$TMP/out" 2>&1
+expect_rc 0 $? "--version"
+expect_in "$TMP/out" "backends: cuda (yes|no), nccl .*, mpi .*Open MPI" "--version backends"
+
+"$SHAKEDOWN" summary "$TMP/does-not-exist.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "summary of a missing file"
+expect_in "$TMP/out" "does-not-exist.h5" "missing file named"
+echo "not hdf5" >"$TMP/junk.h5"
+"$SHAKEDOWN" summary "$TMP/junk.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "summary of a non-HDF5 file"
+
+# An existing result is never overwritten.
+touch "$TMP/exists.h5"
+"$SHAKEDOWN" run --out "$TMP/exists.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "refusing to overwrite"
+[[ ! -s "$TMP/exists.h5" ]] || fail "existing file was modified"
+pass "bad input"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# A real multi-"host" launch without virtual nodes: hostfile 127.0.0.2 / 127.0.0.3 and an rsh
+# agent that runs locally. Node indices must come from the shared-memory split, not hostnames.
+source "$(dirname "$0")/lib.sh"
+printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$TMP/hostfile"
+out="$TMP/hosts.h5"
+"$MPIRUN" -n 4 --hostfile "$TMP/hostfile" --mca plm_rsh_agent "$SHAKEDOWN_SOURCE_DIR/scripts/local-rsh.sh" \
+  --mca btl self,tcp --mca btl_tcp_if_include lo \
+  "$SHAKEDOWN" run --out "$out" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+expect_rc 0 $rc "pretend-host run (stderr: $(tail -n 5 "$TMP/stderr"))"
+"$SHAKEDOWN" summary "$out" >"$TMP/summary"
+expect_in "$TMP/summary" "4 on 2 nodes$" "two nodes, not virtual"
+for r in 0 1 2 3; do
+  expect_in "$TMP/summary" "^  $r +$((r / 2)) +$((r % 2)) +" "rank $r placed by host"
+done
+pass "pretend hosts"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the MPI tests on two pretend hosts (127.0.0.2 and 127.0.0.3) without virtual nodes:
+# Open MPI starts the second "host" through an rsh agent that runs the command locally, so each
+# host is its own shared-memory domain while every hostname is the same.
+# Usage: pretend_hosts.sh PROGRAM [ARGS...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$tmp/hostfile"
+exec "$here/../../scripts/mpirun-local.sh" -n 4 --hostfile "$tmp/hostfile" \
+  --mca plm_rsh_agent "$here/../../scripts/local-rsh.sh" --mca btl self,tcp \
+  --mca btl_tcp_if_include lo -x SHAKEDOWN_TEST_EXPECT_HOSTS=2 "$@"

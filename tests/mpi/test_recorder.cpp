@@ -1,0 +1,71 @@
+// Recorder: per-rank rows gathered to rank 0, written with serial HDF5, read back.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "record/reader.hpp"
+#include "record/recorder.hpp"
+#include "record/schema.hpp"
+
+using namespace shakedown;
+
+TEST(Recorder, GathersEveryRankAndReadsBack) {
+  Context ctx = Context::create(MPI_COMM_WORLD, 0);
+  std::string dir = bcast_string(ctx.world(), 0,
+                                 ctx.is_root() ? std::filesystem::temp_directory_path().string() +
+                                                     "/sd-recorder-" + std::to_string(getpid())
+                                               : "");
+  const std::filesystem::path path = dir + "/run.h5";
+  RunMeta meta;
+  meta.schema_version = schema::kSchemaVersion;
+  meta.status = "running";
+  meta.world_size = ctx.world_size();
+  meta.node_count = ctx.node_count();
+  {
+    Recorder rec(ctx, path, meta, 0);
+    RankInfo mine;
+    mine.rank = ctx.rank();
+    mine.node_index = ctx.node_index();
+    mine.local_rank = ctx.local_rank();
+    mine.hostname = "host-" + std::to_string(ctx.rank() * 7);
+    mine.cpus = std::to_string(ctx.rank());
+    std::vector<RankInfo> rows = rec.gather(mine);
+    EXPECT_EQ(rows.size(), ctx.is_root() ? static_cast<std::size_t>(ctx.world_size()) : 0u);
+    rec.write([&](RunWriter& w) {
+      w.write_topology(rows, {{"placement.test", CheckStatus::kWarn, "because"}});
+    });
+    rec.finish("complete");
+  }
+  MPI_Barrier(ctx.world());
+  if (ctx.is_root()) {
+    RunFile f = RunFile::open(path);
+    EXPECT_EQ(f.meta().status, "complete");
+    auto ranks = f.ranks();
+    ASSERT_EQ(static_cast<int>(ranks.size()), ctx.world_size());
+    for (int r = 0; r < ctx.world_size(); ++r) {
+      EXPECT_EQ(ranks[static_cast<std::size_t>(r)].rank, r);
+      EXPECT_EQ(ranks[static_cast<std::size_t>(r)].hostname, "host-" + std::to_string(r * 7));
+    }
+    ASSERT_EQ(f.placement_checks().size(), 1u);
+    EXPECT_EQ(f.placement_checks()[0].status, CheckStatus::kWarn);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(Recorder, UnwritableOutputFailsOnEveryRank) {
+  Context ctx = Context::create(MPI_COMM_WORLD, 0);
+  RunMeta meta;
+  meta.schema_version = schema::kSchemaVersion;
+  int threw = 0;
+  try {
+    Recorder rec(ctx, "/proc/shakedown-cannot-write-here/run.h5", meta, 0);
+  } catch (const Error& e) {
+    threw = 1;
+    EXPECT_NE(std::string(e.what()).find("/proc/shakedown-cannot-write-here"), std::string::npos)
+        << e.what();
+  }
+  int all = threw;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  EXPECT_EQ(all, 1);
+}

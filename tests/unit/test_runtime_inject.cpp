@@ -1,0 +1,55 @@
+// --inject parsing and validation.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "runtime/inject.hpp"
+
+using namespace shakedown;
+
+TEST(Inject, ParsesStall) {
+  FaultSpec f = parse_fault("stall:rank=1,phase=inventory,seconds=2.5");
+  EXPECT_EQ(f.kind, "stall");
+  EXPECT_EQ(f.rank, 1);
+  EXPECT_EQ(f.phase, "inventory");
+  EXPECT_DOUBLE_EQ(f.seconds, 2.5);
+  FaultPlan plan({f});
+  EXPECT_TRUE(plan.find("stall", 1, "inventory"));
+  EXPECT_FALSE(plan.find("stall", 0, "inventory"));
+  EXPECT_FALSE(plan.find("stall", 1, "gemm"));
+}
+
+TEST(Inject, DefaultStallOutlastsAnyTimeout) {
+  EXPECT_GE(parse_fault("stall:rank=0,phase=gemm").seconds, 3600);
+}
+
+TEST(Inject, RejectsBadSpecsWithReason) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"explode:rank=1,phase=inventory", "unknown fault kind 'explode'"},
+      {"stall", "missing rank= and phase="},
+      {"stall:rank=1", "missing phase=P"},
+      {"stall:phase=inventory", "missing rank=R"},
+      {"stall:rank=-1,phase=inventory", "rank must be"},
+      {"stall:rank=x,phase=inventory", "rank must be"},
+      {"stall:rank=1,phase=inventroy", "unknown phase 'inventroy'"},
+      {"stall:rank=1,phase=inventory,seconds=-3", "seconds must be"},
+      {"stall:rank=1,phase=inventory,color=red", "unknown key 'color'"},
+      {"stall:rank=1,phase", "'phase' is not key=value"},
+  };
+  for (const auto& [spec, expect] : cases) {
+    try {
+      parse_fault(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos)
+          << spec << " -> " << e.what();
+    }
+  }
+}
+
+TEST(Inject, ValidatesAgainstTheRun) {
+  std::vector<FaultSpec> f = {parse_fault("stall:rank=4,phase=inventory")};
+  EXPECT_THROW(validate_faults(f, 4, {"inventory"}), UsageError);
+  EXPECT_NO_THROW(validate_faults(f, 5, {"inventory"}));
+  std::vector<FaultSpec> g = {parse_fault("stall:rank=0,phase=gemm")};
+  EXPECT_THROW(validate_faults(g, 4, {"inventory"}), UsageError);
+}

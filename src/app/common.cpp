@@ -18,7 +18,7 @@ namespace shakedown {
 Config load_run_config(const std::string& config_path, const std::vector<std::string>& sets) {
   if (config_path.empty()) {
     // Built-in defaults equal configs/smoke.yaml; overrides still go through validation.
-    return load_config("", "<built-in defaults>", sets);
+    return default_config(sets);
   }
   return load_config_file(config_path, sets);
 }
@@ -46,8 +46,8 @@ InitGuard::InitGuard(double seconds) : state_(std::make_unique<State>()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     std::fprintf(stderr,
-                 "shakedown: TIMEOUT: rank %d (host %s): MPI initialisation and context setup did "
-                 "not finish within timeouts.init_s = %.0f s; some ranks never started or cannot "
+                 "shakedown: TIMEOUT: rank %d (host %s): start-up (MPI initialisation, context "
+                 "setup, output file) did not finish within timeouts.init_s = %.0f s; some ranks never started or cannot "
                  "reach each other (check the launcher, hostfile and network)\n",
                  launcher_rank(), host, seconds);
     std::fflush(stderr);

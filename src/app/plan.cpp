@@ -13,8 +13,10 @@ int plan_command(const PlanOptions& options) {
   if (!options.hosts_file.empty()) request.hosts = read_hostfile(options.hosts_file);
   request.topology_xml = options.topology_xml;
   Plan plan = make_plan(request);
-  std::cout << "# Open MPI rankfile (use with: mpirun -rf FILE ...)\n"
-            << plan.rankfile << "\n# mpirun, mapping and binding without a rankfile\n"
+  std::cout << "# Open MPI rankfile (save as " << request.rankfile_path << ")\n"
+            << plan.rankfile << "\n# mpirun with that rankfile\n"
+            << plan.mpirun_rankfile_command
+            << "\n\n# mpirun, mapping and binding without a rankfile\n"
             << plan.mpirun_command << "\n\n# Slurm (sbatch/srun options)\n"
             << plan.srun_options << "\n";
   if (!plan.notes.empty()) {

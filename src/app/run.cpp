@@ -33,12 +33,13 @@ namespace {
 
 constexpr int kClockRounds = 30;
 
-std::string utc_now(const char* format) {
+// "20261130T072652Z": sorts by time and is safe in file names.
+std::string utc_stamp() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, format, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
   return buf;
 }
 
@@ -47,7 +48,7 @@ std::filesystem::path choose_output(const Config& config, const std::string& out
   if (!out.empty()) return out;
   if (!config.output.file.empty()) return config.output.file;
   std::filesystem::path dir = config.output.dir;
-  const std::string stamp = utc_now("%Y%m%dT%H%M%SZ");
+  const std::string stamp = utc_stamp();
   std::filesystem::path p = dir / (stamp + ".h5");
   for (int i = 2; std::filesystem::exists(p) || std::filesystem::exists(p.string() + ".partial");
        ++i) {
@@ -153,9 +154,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   Context ctx = Context::create(MPI_COMM_WORLD, config.topology.virtual_nodes);
   check_same_config(ctx, yaml);
   validate_faults(fault_list, ctx.world_size(), config.phases);
-  guard.disarm();
 
-  const std::string started = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  const std::string started = utc_now_iso8601();
   const std::filesystem::path out =
       bcast_string(ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
   RunMeta meta;
@@ -170,6 +170,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   meta.virtual_nodes = ctx.virtual_nodes();
   meta.backend = "mpi";
   Recorder recorder(ctx, out, meta, config.output.compression);
+  guard.disarm();
   if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
 
   try {

@@ -4,6 +4,7 @@
 #include "analysis/reporters/text.hpp"
 #include "app/app.hpp"
 #include "app/common.hpp"
+#include "core/error.hpp"
 #include "record/serialize.hpp"
 #include "runtime/context.hpp"
 #include "runtime/mpi.hpp"

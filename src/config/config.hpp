@@ -35,10 +35,11 @@ inline SizeList doubling_sizes(std::uint64_t lo, std::uint64_t hi, std::string s
 }
 
 struct TopologyConfig {
-  int virtual_nodes = 0;             // 0 or 1: off; N>1 splits each host's ranks into N pretend nodes
-  bool allow_oversubscribe = false;  // more ranks than cores on a node is a warning instead of a fail
-  int expected_gpus_per_node = 0;    // 0: take what is visible
-  std::string blocks;                // optional block map file (NVL72-style domains), "" = none
+  int virtual_nodes = 0;  // 0 or 1: off; N>1 splits each host's ranks into N pretend nodes
+  // More ranks than cores on a node is a warning instead of a fail.
+  bool allow_oversubscribe = false;
+  int expected_gpus_per_node = 0;  // 0: take what is visible
+  std::string blocks;              // optional block map file (NVL72-style domains), "" = none
 
   friend bool operator==(const TopologyConfig&, const TopologyConfig&) = default;
 };
@@ -47,9 +48,10 @@ struct CollectivesConfig {
   std::string backend = "auto";  // auto | mpi | nccl
   std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
                                   "broadcast",  "all_to_all", "send_recv"};
-  std::vector<std::string> dtypes = {"float32"};  // float32 bfloat16 float16 int32 fp8_e4m3 fp8_e5m2
-  std::vector<std::string> reduce_ops = {"sum"};  // sum | max
-  SizeList sizes = doubling_sizes(8, 64ull << 20, "8:64M");      // MPI backend (host memory)
+  // float32 bfloat16 float16 int32 fp8_e4m3 fp8_e5m2
+  std::vector<std::string> dtypes = {"float32"};
+  std::vector<std::string> reduce_ops = {"sum"};                // sum | max
+  SizeList sizes = doubling_sizes(8, 64ull << 20, "8:64M");     // MPI backend (host memory)
   SizeList nccl_sizes = doubling_sizes(8, 8ull << 30, "8:8G");  // NCCL backend (device memory)
   int warmup = 5;
   int iters = 20;
@@ -117,7 +119,7 @@ struct CheckpointConfig {
 };
 
 struct LinkscanConfig {
-  std::string transport = "ucx";  // ucx | mpi
+  std::string transport = "ucx";       // ucx | mpi
   std::string schedule = "all_pairs";  // all_pairs | random
   int rounds = 0;                      // 0: n-1 rounds (all pairs)
   std::uint64_t bytes = 4ull << 20;
@@ -129,8 +131,8 @@ struct LinkscanConfig {
 };
 
 struct ChecksConfig {
-  std::string platform;            // "" or a name from configs/platforms/
-  double straggler_z = 3.5;        // robust z-score threshold
+  std::string platform;              // "" or a name from configs/platforms/
+  double straggler_z = 3.5;          // robust z-score threshold
   double straggler_slowdown = 0.10;  // and at least this much slower than the median
   double min_busbw_fraction = 0.8;   // of the platform's expected busbw
 
@@ -139,7 +141,7 @@ struct ChecksConfig {
 
 struct OutputConfig {
   std::string dir = "results";
-  std::string file;  // "" = <dir>/<UTC timestamp>.h5
+  std::string file;     // "" = <dir>/<UTC timestamp>.h5
   int compression = 4;  // gzip level for large datasets, 0 = off
 
   friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
@@ -154,7 +156,8 @@ struct TimeoutsConfig {
 };
 
 struct Config {
-  std::vector<std::string> phases = {"inventory"};  // subset of pipeline_phases(), run in pipeline order
+  // A subset of pipeline_phases(), run in pipeline order.
+  std::vector<std::string> phases = {"inventory"};
   TopologyConfig topology;
   CollectivesConfig collectives;
   GemmConfig gemm;

@@ -20,7 +20,7 @@ void fail(const Origin& at, std::string_view key_path, std::string_view problem)
   throw UsageError(message);
 }
 
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
   // Long enough to recognise the value, short enough that binary junk cannot flood the terminal.
   constexpr std::size_t kMaxShown = 60;
   std::string out = "\"";
@@ -141,7 +141,8 @@ std::string exact_size_text(std::uint64_t bytes) {
   static constexpr std::array<std::string_view, 4> kUnits = {"TiB", "GiB", "MiB", "KiB"};
   for (std::size_t i = 0; i < kUnits.size(); ++i) {
     const std::uint64_t unit = 1ull << (10 * (kUnits.size() - i));
-    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + std::string(kUnits[i]);
+    if (bytes >= unit && bytes % unit == 0)
+      return std::to_string(bytes / unit) + std::string(kUnits[i]);
   }
   return std::to_string(bytes);
 }

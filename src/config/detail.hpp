@@ -22,7 +22,7 @@ struct Origin {
 [[noreturn]] void fail(const Origin& at, std::string_view key_path, std::string_view problem);
 
 // `"ten"` for messages: quoted, control bytes escaped, long text cut short.
-std::string quoted(std::string_view text);
+std::string in_quotes(std::string_view text);
 
 // "a, b or c": the accepted values for a message.
 std::string join_choices(const std::vector<std::string_view>& choices);

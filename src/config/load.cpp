@@ -1,7 +1,12 @@
 // Loading: raw text checks, YAML parsing, walking documents and --set overrides against the schema
 // table, checks that span keys, and writing the effective config back out.
 #include "config/load.hpp"
+// configs/smoke.yaml itself, embedded at build time (CMake generates the header), so the binary
+// runs without the source tree and the two cannot drift apart.
+#include "config/smoke_yaml.hpp"
 
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <array>
@@ -23,41 +28,15 @@ namespace {
 
 using config_detail::fail;
 using config_detail::got;
+using config_detail::in_quotes;
 using config_detail::KeySpec;
 using config_detail::Origin;
-using config_detail::quoted;
 using config_detail::SectionSpec;
 using config_detail::Value;
 using Names = std::vector<std::string_view>;
 
 // A config is a page of settings; anything this large is the wrong file (a log, a checkpoint).
 constexpr std::size_t kMaxConfigBytes = 1 << 20;
-
-// Must say the same as configs/smoke.yaml (a unit test compares them). Kept here so the binary
-// runs without the source tree.
-constexpr std::string_view kSmokeYaml = R"(
-phases: [inventory]
-collectives:
-  sizes: "8:1M"
-  nccl_sizes: "8:64M"
-  warmup: 1
-  iters: 5
-gemm:
-  warmup: 1
-  iters: 2
-train:
-  steps: 3
-checkpoint:
-  bytes_per_rank: 8MiB
-  block_size: 1MiB
-  iters: 1
-linkscan:
-  bytes: 1MiB
-  reps: 3
-timeouts:
-  phase_s: 60
-  run_s: 600
-)";
 
 // Where text comes from: a file has lines, a --set does not.
 struct Source {
@@ -132,12 +111,10 @@ void check_text(std::string_view text, const Source& source) {
       continue;
     }
     if (byte == '\t' && in_indent) {
-      const std::string_view rest = config_detail::trim(text.substr(i, text.find('\n', i) - i));
-      if (!rest.empty() && !rest.starts_with('#')) {
-        fail(source.at_line(line), "",
-             "tab character in the indentation" + column +
-                 "; YAML indents with spaces only (replace the tab with spaces)");
-      }
+      // yaml-cpp also fails on tab-indented comments and tab-only lines, so any will do.
+      fail(source.at_line(line), "",
+           "tab character in the indentation" + column +
+               "; YAML indents with spaces only (replace the tab with spaces)");
     }
     if (byte != ' ' && byte != '\t') in_indent = false;
     if (byte < 0x80) {
@@ -163,26 +140,77 @@ void check_text(std::string_view text, const Source& source) {
   if (line > 0) problem += " at column " + std::to_string(error.mark.column + 1);
   problem += ": " + error.msg;
   if (error.msg == "illegal map value") {
-    problem += " (a value that itself contains \": \" must be quoted, and keys need a space "
-               "after the colon)";
+    problem +=
+        " (a value that itself contains \": \" must be quoted, and keys need a space "
+        "after the colon)";
   }
   fail(source.at_line(line), "", problem);
 }
 
+// Records where each document starts. Documents are counted with this rather than
+// YAML::LoadAll, which in yaml-cpp 0.7 loops forever, allocating, on input such as a line starting
+// with ',' (jbeder/yaml-cpp#1040, fixed upstream by #1319): the parser stops consuming tokens and
+// reports empty documents at the same place again and again.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Throws the UsageError for a yaml-cpp parse failure.
+[[noreturn]] void parse_error(const Source& source, const YAML::ParserException& error) {
+  if (const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&error)) {
+    // yaml-cpp's own message for this is "bad file".
+    fail(source.at_line(deep->mark.line >= 0 ? deep->mark.line + 1 : 0), "",
+         "nested " + std::to_string(deep->depth()) +
+             " levels deep or more; a config is a few levels of sections and lists");
+  }
+  yaml_error(source, error);
+}
+
+void check_documents(const std::string& text, const Source& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  // Two documents are enough to know the answer; a third call is never needed.
+  while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+  }
+  if (starts.marks.size() < 2) return;
+  const YAML::Mark& second = starts.marks[1];
+  if (second.pos == starts.marks[0].pos) {
+    const std::size_t pos = second.pos >= 0 ? static_cast<std::size_t>(second.pos) : 0;
+    const std::string found = pos < text.size() ? in_quotes(text.substr(pos, 1)) : "end of text";
+    fail(source.at_line(second.line + 1), "",
+         "YAML syntax error at column " + std::to_string(second.column + 1) + ": unexpected " +
+             found + " (a value that starts with it must be quoted)");
+  }
+  fail(source.at_line(second.line + 1), "",
+       "holds more than one YAML document (separated by '---'); a config is one document");
+}
+
 YAML::Node parse_yaml(std::string_view text, const Source& source) {
   check_text(text, source);
-  std::vector<YAML::Node> documents;
+  const std::string owned(text);
   try {
-    documents = YAML::LoadAll(std::string(text));
+    check_documents(owned, source);
+    return YAML::Load(owned);
+  } catch (const YAML::ParserException& error) {
+    parse_error(source, error);
   } catch (const YAML::Exception& error) {
     yaml_error(source, error);
   }
-  if (documents.size() > 1) {
-    fail(source.at(documents[1]), "",
-         "holds " + std::to_string(documents.size()) +
-             " YAML documents (separated by '---'); a config is one document");
-  }
-  return documents.empty() ? YAML::Node() : documents.front();
 }
 
 Names section_names() {
@@ -238,9 +266,11 @@ std::string other_sections_with(std::string_view key, std::string_view except) {
              (parent.empty() ? "" : ", not in " + std::string(parent));
     }
   }
-  problem += hint + " (accepted " + (parent.empty() ? "top-level keys" : "keys in " + std::string(parent)) +
-             ": " + config_detail::join_choices(known) + ")";
-  const std::string path = parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
+  problem += hint + " (accepted " +
+             (parent.empty() ? "top-level keys" : "keys in " + std::string(parent)) + ": " +
+             config_detail::join_choices(known) + ")";
+  const std::string path =
+      parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
   fail(at, path, problem);
 }
 
@@ -258,13 +288,14 @@ class Loader {
            "is not a mapping: a config is a set of \"key: value\" sections (" +
                config_detail::join_choices(top_level_names()) + "), " + got(root));
     }
-    for_each_entry(root, "", [&](const std::string& key, const Origin& at, const YAML::Node& value) {
-      apply_top(key, at, value);
-    });
+    for_each_entry(root, "",
+                   [&](const std::string& key, const Origin& at, const YAML::Node& value) {
+                     apply_top(key, at, value);
+                   });
   }
 
   void apply_override(std::string_view text) {
-    source_ = Source{"--set " + quoted(text), false};
+    source_ = Source{"--set " + in_quotes(text), false};
     const Origin at = source_.at_line(0);
     const std::string usage = "expected KEY.PATH=VALUE, e.g. --set collectives.iters=10";
     const auto equals = text.find('=');
@@ -276,6 +307,7 @@ class Loader {
     YAML::Node value;
     try {
       // Parsed as YAML so lists and quoting work exactly as in a file: ops=[all_reduce].
+      check_documents(std::string(value_text), source_);
       value = YAML::Load(std::string(value_text));
     } catch (const YAML::Exception& error) {
       fail(at, key, "the value is not valid YAML: " + error.msg);
@@ -308,16 +340,17 @@ class Loader {
     }
     const TimeoutsConfig& timeouts = config_.timeouts;
     if (timeouts.phase_s > timeouts.run_s) {
-      conflict("timeouts.phase_s", "timeouts.run_s",
-               "timeouts.phase_s = " + config_detail::format_real(timeouts.phase_s) +
-                   " is longer than timeouts.run_s = " + config_detail::format_real(timeouts.run_s) +
-                   "; one phase step cannot be allowed more time than the whole run");
+      conflict(
+          "timeouts.phase_s", "timeouts.run_s",
+          "timeouts.phase_s = " + config_detail::format_real(timeouts.phase_s) +
+              " is longer than timeouts.run_s = " + config_detail::format_real(timeouts.run_s) +
+              "; one phase step cannot be allowed more time than the whole run");
     }
     if (timeouts.init_s > timeouts.run_s) {
       conflict("timeouts.init_s", "timeouts.run_s",
                "timeouts.init_s = " + config_detail::format_real(timeouts.init_s) +
-                   " is longer than timeouts.run_s = " + config_detail::format_real(timeouts.run_s) +
-                   "; start-up is part of the run");
+                   " is longer than timeouts.run_s = " +
+                   config_detail::format_real(timeouts.run_s) + "; start-up is part of the run");
     }
     const CheckpointConfig& checkpoint = config_.checkpoint;
     if (checkpoint.block_size > checkpoint.bytes_per_rank) {
@@ -347,7 +380,8 @@ class Loader {
       const std::string& key = entry->first.Scalar();
       const std::string path = parent.empty() ? key : parent + "." + key;
       if (const auto seen = first_line.find(key); seen != first_line.end()) {
-        const std::string first = seen->second > 0 ? " (first at line " + std::to_string(seen->second) + ")" : "";
+        const std::string first =
+            seen->second > 0 ? " (first at line " + std::to_string(seen->second) + ")" : "";
         fail(at, path, "duplicate key" + first + "; each key may appear once");
       }
       first_line.emplace(key, at.line);
@@ -369,10 +403,10 @@ class Loader {
            "must be a mapping of keys (" + config_detail::join_choices(key_names(*section)) +
                "), " + got(value));
     }
-    for_each_entry(value, key, [&](const std::string& name, const Origin& key_at,
-                                   const YAML::Node& key_value) {
-      apply_key(*section, name, key_at, key_value);
-    });
+    for_each_entry(value, key,
+                   [&](const std::string& name, const Origin& key_at, const YAML::Node& key_value) {
+                     apply_key(*section, name, key_at, key_value);
+                   });
   }
 
   void apply_key(const SectionSpec& section, const std::string& name, const Origin& at,
@@ -388,10 +422,10 @@ class Loader {
     set_at_[path] = SetAt{at, ++set_count_};
   }
 
-  // "smoke.yaml:12", or "default" for a key nobody set.
+  // "set at smoke.yaml:12", or "is the default" for a key nobody set.
   std::string where_set(const std::string& path) const {
     const auto found = set_at_.find(path);
-    return found == set_at_.end() ? "default" : "from " + found->second.at.str();
+    return found == set_at_.end() ? "is the default" : "set at " + found->second.at.str();
   }
 
   // Reports at whichever of the two keys was set last: that is the one the user just changed.
@@ -399,7 +433,8 @@ class Loader {
                              const std::string& problem) const {
     const auto a = set_at_.find(key_a);
     const auto b = set_at_.find(key_b);
-    const bool use_b = b != set_at_.end() && (a == set_at_.end() || b->second.order > a->second.order);
+    const bool use_b =
+        b != set_at_.end() && (a == set_at_.end() || b->second.order > a->second.order);
     const std::string& key = use_b ? key_b : key_a;
     const std::string& other = use_b ? key_a : key_b;
     const auto found = use_b ? b : a;
@@ -427,11 +462,12 @@ std::string space_sections(const std::string& yaml) {
 
 }  // namespace
 
-Config load_config(std::string_view yaml_text, const std::string& source_name,
-                   const std::vector<std::string>& overrides) {
+namespace {
+
+Config load(std::string_view yaml_text, const Source& source,
+            const std::vector<std::string>& overrides) {
   Config config;
   Loader loader(config);
-  const Source source{source_name, true};
   try {
     loader.apply_document(parse_yaml(yaml_text, source), source);
     for (const std::string& override_text : overrides) loader.apply_override(override_text);
@@ -442,6 +478,13 @@ Config load_config(std::string_view yaml_text, const std::string& source_name,
   }
   loader.check_consistency();
   return config;
+}
+
+}  // namespace
+
+Config load_config(std::string_view yaml_text, const std::string& source_name,
+                   const std::vector<std::string>& overrides) {
+  return load(yaml_text, Source{source_name, true}, overrides);
 }
 
 Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
@@ -465,8 +508,10 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
   return load_config(text, path, overrides);
 }
 
-Config default_config() {
-  static const Config kDefaults = load_config(kSmokeYaml, "<built-in defaults = configs/smoke.yaml>");
+Config default_config(const std::vector<std::string>& overrides) {
+  const Source source{"<built-in defaults = configs/smoke.yaml>", true};
+  if (!overrides.empty()) return load(kSmokeYaml, source, overrides);
+  static const Config kDefaults = load(kSmokeYaml, source, {});
   return kDefaults;
 }
 

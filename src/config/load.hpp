@@ -19,8 +19,10 @@ Config load_config(std::string_view yaml_text, const std::string& source_name,
 // Reads the file (errors name the path) and calls load_config.
 Config load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
 
-// The built-in defaults (identical to configs/smoke.yaml).
-Config default_config();
+// The built-in defaults, used when no config file is given: identical to configs/smoke.yaml, which
+// starts from the struct defaults in config.hpp and shrinks a few to CI size. `overrides` are
+// applied and validated as in load_config.
+Config default_config(const std::vector<std::string>& overrides = {});
 
 // The effective configuration as YAML; load_config(to_yaml(c)) == c.
 std::string to_yaml(const Config& config);

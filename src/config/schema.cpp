@@ -8,6 +8,7 @@
 #include <set>
 
 #include "config/load.hpp"
+#include "core/error.hpp"
 
 namespace shakedown::config_detail {
 
@@ -26,7 +27,7 @@ std::string got(const YAML::Node& node) {
     case YAML::NodeType::Map:
       return "got a mapping";
     default:
-      return "got " + quoted(node.Scalar());
+      return "got " + in_quotes(node.Scalar());
   }
 }
 
@@ -62,7 +63,7 @@ struct IntRule {
     const std::string& text = scalar_text(value, expected());
     std::int64_t number = 0;
     if (!parse_number(text, number) || number < lo || number > hi) {
-      value.fail("must be " + expected() + ", got " + quoted(text));
+      value.fail("must be " + expected() + ", got " + in_quotes(text));
     }
     return number;
   }
@@ -75,7 +76,7 @@ struct SeedRule {
     const std::string expected = "an integer in [0, 2^64-1]";
     const std::string& text = scalar_text(value, expected);
     std::uint64_t number = 0;
-    if (!parse_number(text, number)) value.fail("must be " + expected + ", got " + quoted(text));
+    if (!parse_number(text, number)) value.fail("must be " + expected + ", got " + in_quotes(text));
     return number;
   }
   void write(YAML::Emitter& out, std::uint64_t number) const { out << number; }
@@ -98,7 +99,7 @@ struct RealRule {
     const bool in_range = parse_number(text, number) && std::isfinite(number) &&
                           (lo_open ? number > lo : number >= lo) &&
                           (hi_open ? number < hi : number <= hi);
-    if (!in_range) value.fail("must be " + expected() + ", got " + quoted(text));
+    if (!in_range) value.fail("must be " + expected() + ", got " + in_quotes(text));
     return number;
   }
   void write(YAML::Emitter& out, double number) const { out << format_real(number); }
@@ -111,7 +112,7 @@ struct BoolRule {
     // The YAML 1.1 spellings too: configs written for other tools use yes/no and on/off.
     if (text == "true" || text == "yes" || text == "on") return true;
     if (text == "false" || text == "no" || text == "off") return false;
-    value.fail("must be " + expected + ", got " + quoted(value.node.Scalar()));
+    value.fail("must be " + expected + ", got " + in_quotes(value.node.Scalar()));
   }
   void write(YAML::Emitter& out, bool flag) const { out << flag; }
 };
@@ -131,17 +132,19 @@ struct TextRule {
     for (char c : text) {
       const auto byte = static_cast<unsigned char>(c);
       if (byte < 0x20 || byte == 0x7f) {
-        value.fail("must not contain control characters, got " + quoted(text));
+        value.fail("must not contain control characters, got " + in_quotes(text));
       }
       const bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
       if (name_only && !name_char) {
-        value.fail("must be a platform name (letters, digits, '_', '-', '.'), as in "
-                   "configs/platforms/NAME.yaml, got " + quoted(text));
+        value.fail(
+            "must be a platform name (letters, digits, '_', '-', '.'), as in "
+            "configs/platforms/NAME.yaml, got " +
+            in_quotes(text));
       }
     }
     if (name_only && text.starts_with('.')) {
-      value.fail("must be a platform name, not a path, got " + quoted(text));
+      value.fail("must be a platform name, not a path, got " + in_quotes(text));
     }
     return text;
   }
@@ -149,7 +152,7 @@ struct TextRule {
 };
 
 std::string unknown_choice(std::string_view text, const Choices& choices, std::string_view noun) {
-  return "unknown " + std::string(noun) + " " + quoted(text) + did_you_mean(text, choices) +
+  return "unknown " + std::string(noun) + " " + in_quotes(text) + did_you_mean(text, choices) +
          " (accepted: " + join_choices(choices) + ")";
 }
 
@@ -173,14 +176,17 @@ void write_list(YAML::Emitter& out, const std::vector<std::string>& items) {
   out << YAML::EndSeq;
 }
 
-// A list value as (text, where) items: a YAML list, or, for the command line's sake, one scalar
-// with commas ("--set collectives.ops=all_reduce,broadcast").
-std::vector<Value> list_items(const Value& value, const std::string& expected) {
+// The entries of a list value: a YAML list, or, for the command line's sake, one scalar with
+// commas ("--set collectives.ops=all_reduce,broadcast"). `entry` says what each entry must be.
+std::vector<Value> list_items(const Value& value, const std::string& entry,
+                              bool scalar_entries = true) {
   std::vector<Value> items;
   if (value.node.IsSequence()) {
     for (std::size_t i = 0; i < value.node.size(); ++i) {
       Value item = value.element(value.node[i], i);
-      if (!item.node.IsScalar()) item.fail("must be " + expected + ", " + got(item.node));
+      if (scalar_entries && !item.node.IsScalar()) {
+        item.fail("must be " + entry + ", " + got(item.node));
+      }
       items.push_back(std::move(item));
     }
   } else if (value.node.IsScalar()) {
@@ -190,7 +196,7 @@ std::vector<Value> list_items(const Value& value, const std::string& expected) {
       items.push_back(value.element(YAML::Node(std::string(trim(parts[i]))), i));
     }
   } else if (!value.node.IsNull()) {
-    value.fail("must be a list of " + expected + ", " + got(value.node));
+    value.fail("must be a list, each entry " + entry + ", " + got(value.node));
   }
   return items;
 }
@@ -211,7 +217,7 @@ struct ChoiceListRule {
         item.fail(unknown_choice(text, choices, noun));
       }
       if (std::find(out.begin(), out.end(), text) != out.end()) {
-        item.fail(quoted(text) + " is listed twice; list each value once");
+        item.fail(in_quotes(text) + " is listed twice; list each value once");
       }
       out.push_back(text);
     }
@@ -229,7 +235,9 @@ struct ChoiceListRule {
   }
 };
 
-std::string where(const Value& value) { return value.at.str() + ": " + value.path; }
+std::string where(const Value& value) {
+  return value.at.str() + ": " + value.path;
+}
 
 struct SizeRule {
   std::uint64_t min;
@@ -240,7 +248,7 @@ struct SizeRule {
     const std::uint64_t bytes = parse_size(text, where(value));
     if (bytes < min) {
       value.fail("must be at least " + std::to_string(min) + " byte" + (min == 1 ? "" : "s") +
-                 ", got " + quoted(text));
+                 ", got " + in_quotes(text));
     }
     return bytes;
   }
@@ -278,7 +286,8 @@ struct SizeListRule {
       return;
     }
     std::string text;
-    for (std::uint64_t bytes : sizes.values) text += (text.empty() ? "" : ",") + exact_size_text(bytes);
+    for (std::uint64_t bytes : sizes.values)
+      text += (text.empty() ? "" : ",") + exact_size_text(bytes);
     out << text;
   }
 };
@@ -313,7 +322,7 @@ struct ShapesRule {
       ok = parse_number(dims[i], mnk[i]) && mnk[i] >= 1 && mnk[i] <= kMaxGemmDim;
     }
     if (!ok) {
-      const std::string text = item.node.IsScalar() ? quoted(item.node.Scalar()) : "a list";
+      const std::string text = item.node.IsScalar() ? in_quotes(item.node.Scalar()) : "a list";
       item.fail("bad shape " + text + "; " + std::string(kHelp));
     }
     return GemmShape{mnk[0], mnk[1], mnk[2]};
@@ -321,16 +330,8 @@ struct ShapesRule {
 
   std::vector<GemmShape> read(const Value& value) const {
     std::vector<GemmShape> shapes;
-    // A list of [m, n, k] lists is the common form, so items are taken from the YAML list directly.
-    std::vector<Value> items;
-    if (value.node.IsSequence()) {
-      for (std::size_t i = 0; i < value.node.size(); ++i) {
-        items.push_back(value.element(value.node[i], i));
-      }
-    } else {
-      items = list_items(value, "shapes");
-    }
-    for (const Value& item : items) {
+    // Entries may be [m, n, k] lists themselves, so they are not required to be scalars.
+    for (const Value& item : list_items(value, "a shape", false)) {
       const GemmShape shape = read_one(item);
       if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end()) {
         // Each shape names a group in the HDF5 file.
@@ -349,12 +350,13 @@ struct ShapesRule {
 
 template <class Section, class T, class Rule>
 KeySpec field(std::string_view name, Section Config::*section, T Section::*member, Rule rule) {
-  return KeySpec{
-      name,
-      [=](Config& config, const Value& value) {
-        (config.*section).*member = static_cast<T>(rule.read(value));
-      },
-      [=](const Config& config, YAML::Emitter& out) { rule.write(out, (config.*section).*member); }};
+  return KeySpec{name,
+                 [=](Config& config, const Value& value) {
+                   (config.*section).*member = static_cast<T>(rule.read(value));
+                 },
+                 [=](const Config& config, YAML::Emitter& out) {
+                   rule.write(out, (config.*section).*member);
+                 }};
 }
 
 // ---- the table ----
@@ -386,19 +388,16 @@ SectionSpec collectives_section() {
              ChoiceListRule{{"all_reduce", "all_gather", "reduce_scatter", "broadcast",
                              "all_to_all", "send_recv"}}),
        field("dtypes", section, &S::dtypes,
-             ChoiceListRule{
-                 {"float32", "bfloat16", "float16", "int32", "fp8_e4m3", "fp8_e5m2"}}),
+             ChoiceListRule{{"float32", "bfloat16", "float16", "int32", "fp8_e4m3", "fp8_e5m2"}}),
        field("reduce_ops", section, &S::reduce_ops, ChoiceListRule{{"sum", "max"}}),
        field("sizes", section, &S::sizes, SizeListRule{}),
        field("nccl_sizes", section, &S::nccl_sizes, SizeListRule{}),
-       field("warmup", section, &S::warmup, kWarmup),
-       field("iters", section, &S::iters, kIters),
+       field("warmup", section, &S::warmup, kWarmup), field("iters", section, &S::iters, kIters),
        field("iter_bytes_budget", section, &S::iter_bytes_budget, SizeRule{0}),
        field("in_place", section, &S::in_place, ChoiceRule{{"no", "yes", "both"}}),
        field("scopes", section, &S::scopes,
              ChoiceListRule{{"world", "intra_node", "inter_node", "rail"}}),
-       field("validate", section, &S::validate,
-             ChoiceRule{{"per_size", "every_iteration", "off"}}),
+       field("validate", section, &S::validate, ChoiceRule{{"per_size", "every_iteration", "off"}}),
        field("on_wrong", section, &S::on_wrong, ChoiceRule{{"abort", "continue"}}),
        field("seed", section, &S::seed, SeedRule{})}};
 }
@@ -406,17 +405,17 @@ SectionSpec collectives_section() {
 SectionSpec gemm_section() {
   using S = GemmConfig;
   const auto section = &Config::gemm;
-  return {"gemm",
-          {field("engine", section, &S::engine, ChoiceRule{{"auto", "cpu", "cublaslt"}}),
-           field("shapes", section, &S::shapes, ShapesRule{}),
-           field("hidden", section, &S::hidden, IntRule{1, kMaxGemmDim}),
-           field("format", section, &S::format, ChoiceRule{{"e4m3", "hybrid"}}),
-           field("out_dtype", section, &S::out_dtype, ChoiceRule{{"bf16", "fp32"}}),
-           field("warmup", section, &S::warmup, kWarmup),
-           field("iters", section, &S::iters, kIters),
-           field("threads", section, &S::threads, IntRule{0, 4096}),
-           field("fast_accum", section, &S::fast_accum, BoolRule{}),
-           field("seed", section, &S::seed, SeedRule{})}};
+  return {
+      "gemm",
+      {field("engine", section, &S::engine, ChoiceRule{{"auto", "cpu", "cublaslt"}}),
+       field("shapes", section, &S::shapes, ShapesRule{}),
+       field("hidden", section, &S::hidden, IntRule{1, kMaxGemmDim}),
+       field("format", section, &S::format, ChoiceRule{{"e4m3", "hybrid"}}),
+       field("out_dtype", section, &S::out_dtype, ChoiceRule{{"bf16", "fp32"}}),
+       field("warmup", section, &S::warmup, kWarmup), field("iters", section, &S::iters, kIters),
+       field("threads", section, &S::threads, IntRule{0, 4096}),
+       field("fast_accum", section, &S::fast_accum, BoolRule{}),
+       field("seed", section, &S::seed, SeedRule{})}};
 }
 
 SectionSpec train_section() {
@@ -458,26 +457,26 @@ SectionSpec checkpoint_section() {
 SectionSpec linkscan_section() {
   using S = LinkscanConfig;
   const auto section = &Config::linkscan;
-  return {"linkscan",
-          {field("transport", section, &S::transport, ChoiceRule{{"ucx", "mpi"}}),
-           field("schedule", section, &S::schedule, ChoiceRule{{"all_pairs", "random"}}),
-           field("rounds", section, &S::rounds, IntRule{0, kMaxIters}),
-           field("bytes", section, &S::bytes, SizeRule{1}),
-           field("reps", section, &S::reps, kIters),
-           // Below 1 every pair would be "slower than the fastest": all flagged.
-           field("lat_factor", section, &S::lat_factor, RealRule{1, false, 1000, false}),
-           field("bw_fraction", section, &S::bw_fraction, kFraction)}};
+  return {
+      "linkscan",
+      {field("transport", section, &S::transport, ChoiceRule{{"ucx", "mpi"}}),
+       field("schedule", section, &S::schedule, ChoiceRule{{"all_pairs", "random"}}),
+       field("rounds", section, &S::rounds, IntRule{0, kMaxIters}),
+       field("bytes", section, &S::bytes, SizeRule{1}), field("reps", section, &S::reps, kIters),
+       // Below 1 every pair would be "slower than the fastest": all flagged.
+       field("lat_factor", section, &S::lat_factor, RealRule{1, false, 1000, false}),
+       field("bw_fraction", section, &S::bw_fraction, kFraction)}};
 }
 
 SectionSpec checks_section() {
   using S = ChecksConfig;
   const auto section = &Config::checks;
-  return {"checks",
-          {field("platform", section, &S::platform, TextRule{true, true}),
-           field("straggler_z", section, &S::straggler_z, RealRule{0, true, 1000, false}),
-           field("straggler_slowdown", section, &S::straggler_slowdown,
-                 RealRule{0, true, 100, false}),
-           field("min_busbw_fraction", section, &S::min_busbw_fraction, kFraction)}};
+  return {
+      "checks",
+      {field("platform", section, &S::platform, TextRule{true, true}),
+       field("straggler_z", section, &S::straggler_z, RealRule{0, true, 1000, false}),
+       field("straggler_slowdown", section, &S::straggler_slowdown, RealRule{0, true, 100, false}),
+       field("min_busbw_fraction", section, &S::min_busbw_fraction, kFraction)}};
 }
 
 SectionSpec output_section() {

@@ -12,8 +12,8 @@ namespace shakedown {
 
 namespace {
 
+using config_detail::in_quotes;
 using config_detail::lowercase;
-using config_detail::quoted;
 using config_detail::split;
 using config_detail::trim;
 
@@ -58,19 +58,23 @@ constexpr std::string_view kListHelp =
     "a size list is a range MIN:MAX (doubling), MIN:MAX:xF (times F each step), or a comma list; "
     "e.g. \"8:1G\", \"8:1G:x4\", \"8,64,1K\"";
 
-std::string prefix(const std::string& where) { return where.empty() ? "" : where + ": "; }
+std::string prefix(const std::string& where) {
+  return where.empty() ? "" : where + ": ";
+}
 
 [[noreturn]] void bad_size(const std::string& where, std::string_view text, std::string_view why) {
-  throw UsageError(prefix(where) + "bad size " + quoted(text) + ": " + std::string(why) + " (" +
+  throw UsageError(prefix(where) + "bad size " + in_quotes(text) + ": " + std::string(why) + " (" +
                    std::string(kSizeHelp) + ")");
 }
 
 [[noreturn]] void bad_list(const std::string& where, std::string_view text, std::string_view why) {
-  throw UsageError(prefix(where) + "bad size list " + quoted(text) + ": " + std::string(why) +
+  throw UsageError(prefix(where) + "bad size list " + in_quotes(text) + ": " + std::string(why) +
                    " (" + std::string(kListHelp) + ")");
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 const Unit* find_unit(std::string_view suffix) {
   const std::string lower = lowercase(suffix);
@@ -89,8 +93,9 @@ std::uint64_t parse_factor(std::string_view text, const std::string& where, std:
     value = value * 10 + static_cast<std::uint64_t>(factor[i] - '0');
   }
   if (!ok || value < kMinFactor || value > kMaxFactor) {
-    bad_list(where, list,
-             "the step " + quoted(factor) + " must be written xF with F from 2 to 1024, e.g. x4");
+    bad_list(
+        where, list,
+        "the step " + in_quotes(factor) + " must be written xF with F from 2 to 1024, e.g. x4");
   }
   return value;
 }
@@ -130,10 +135,11 @@ std::uint64_t parse_size(std::string_view text, const std::string& where) {
   }
   if (fraction.size() > kMaxDecimals) bad_size(where, text, "more than 6 decimal places");
   const Unit* unit = find_unit(suffix);
-  if (unit == nullptr) bad_size(where, text, "unknown unit " + quoted(suffix));
+  if (unit == nullptr) bad_size(where, text, "unknown unit " + in_quotes(suffix));
 
-  const std::string too_large = "it is larger than 1 TiB, the most shakedown allows for one size "
-                                "(a guard against typos such as an extra zero)";
+  const std::string too_large =
+      "it is larger than 1 TiB, the most shakedown allows for one size "
+      "(a guard against typos such as an extra zero)";
   std::uint64_t value = 0;
   for (char digit : whole) {
     value = value * 10 + static_cast<std::uint64_t>(digit - '0');
@@ -169,14 +175,15 @@ SizeList parse_size_list(std::string_view text, const std::string& where) {
     if (item.empty()) bad_list(where, spec, "an entry is empty (two commas in a row?)");
     const std::vector<std::string_view> parts = split(item, ':');
     if (parts.size() > 3) {
-      bad_list(where, spec, "the range " + quoted(item) + " has more than two ':'");
+      bad_list(where, spec, "the range " + in_quotes(item) + " has more than two ':'");
     }
     const std::uint64_t low = parse_size(parts[0], where);
     const std::uint64_t high = parts.size() > 1 ? parse_size(parts[1], where) : low;
     if (low == 0) bad_list(where, spec, "every size must be at least 1 byte");
     if (low > high) {
-      bad_list(where, spec,
-               "the range " + quoted(item) + " starts above its end (write MIN:MAX, MIN <= MAX)");
+      bad_list(
+          where, spec,
+          "the range " + in_quotes(item) + " starts above its end (write MIN:MAX, MIN <= MAX)");
     }
     const std::uint64_t factor = parts.size() == 3 ? parse_factor(parts[2], where, spec) : 2;
     for (std::uint64_t value = low;; value *= factor) {

@@ -48,15 +48,21 @@ void fail(const char* expr, const char* file, int line) {
 
 }  // namespace detail
 
-void quiet_errors() { (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void quiet_errors() {
+  (void)H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 void rethrow_with_context(const Error& e, const std::string& context) {
   const std::string message = context + ": " + e.what();
   switch (e.code()) {
-    case ExitCode::kUsage: throw UsageError(message);
-    case ExitCode::kRuntime: throw RuntimeFault(message);
-    case ExitCode::kInternal: throw InternalError(message);
-    default: throw Error(e.code(), message);
+    case ExitCode::kUsage:
+      throw UsageError(message);
+    case ExitCode::kRuntime:
+      throw RuntimeFault(message);
+    case ExitCode::kInternal:
+      throw InternalError(message);
+    default:
+      throw Error(e.code(), message);
   }
 }
 
@@ -83,11 +89,13 @@ File create_file(const std::filesystem::path& path) {
 File open_file(const std::filesystem::path& path, bool writable) {
   quiet_errors();
   PropList fapl = file_access();
-  return File(SD_H5_CHECK(
-      H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get())));
+  return File(
+      SD_H5_CHECK(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get())));
 }
 
-void flush(hid_t file) { SD_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL)); }
+void flush(hid_t file) {
+  SD_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+}
 
 int is_hdf5(const std::filesystem::path& path) {
   quiet_errors();
@@ -102,13 +110,21 @@ bool exists(hid_t loc, const std::string& path) {
   if (path.empty() || path == "/" || path == ".") return true;
   std::string prefix = path.front() == '/' ? "/" : "";
   std::size_t pos = prefix.size();
+  bool first = true;
   while (pos < path.size()) {
     std::size_t next = path.find('/', pos);
     if (next == std::string::npos) next = path.size();
     if (next > pos) {
       if (!prefix.empty() && prefix.back() != '/') prefix += '/';
       prefix.append(path, pos, next - pos);
-      if (SD_H5_CHECK(H5Lexists(loc, prefix.c_str(), H5P_DEFAULT)) == 0) return false;
+      const htri_t found = H5Lexists(loc, prefix.c_str(), H5P_DEFAULT);
+      if (found < 0 && !first) {
+        // Looking inside something that is not a group ("/clock/offset_us/x"): not there.
+        (void)H5Eclear2(H5E_DEFAULT);
+        return false;
+      }
+      if (SD_H5_CHECK(found) == 0) return false;
+      first = false;
     }
     pos = next + 1;
   }
@@ -173,7 +189,9 @@ std::string fixed_string(const char* data, std::size_t size, H5T_str_t pad) {
   return std::string(data, n);
 }
 
-bool is_numeric(H5T_class_t c) { return c == H5T_INTEGER || c == H5T_FLOAT; }
+bool is_numeric(H5T_class_t c) {
+  return c == H5T_INTEGER || c == H5T_FLOAT;
+}
 
 }  // namespace
 
@@ -278,7 +296,9 @@ std::int64_t read_attr_int64(hid_t obj, const std::string& name) {
 
 namespace {
 
-std::vector<hsize_t> to_hsize(const Dims& dims) { return {dims.begin(), dims.end()}; }
+std::vector<hsize_t> to_hsize(const Dims& dims) {
+  return {dims.begin(), dims.end()};
+}
 
 // Halve the slowest-varying dimension first, so a chunk holds whole rows of the fastest one
 // (usually [world]): reading one iteration of every rank touches one chunk.
@@ -297,7 +317,9 @@ std::vector<hsize_t> chunk_dims(const Dims& dims, std::size_t element_size) {
   return chunk;
 }
 
-bool deflate_available() { return SD_H5_CHECK(H5Zfilter_avail(H5Z_FILTER_DEFLATE)) > 0; }
+bool deflate_available() {
+  return SD_H5_CHECK(H5Zfilter_avail(H5Z_FILTER_DEFLATE)) > 0;
+}
 
 // Dataset creation properties: contiguous, or chunked with shuffle + deflate for large data.
 PropList creation_properties(const Dims& dims, std::size_t element_size, int compression) {
@@ -335,8 +357,8 @@ void write_dataset_impl(hid_t loc, const std::string& path, std::span<const T> d
       SD_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr)));
   PropList dcpl = creation_properties(dims, sizeof(T), compression);
   PropList lcpl = intermediate_groups();
-  Dataset dset(SD_H5_CHECK(H5Dcreate2(loc, path.c_str(), file_type, space.get(), lcpl.get(),
-                                      dcpl.get(), H5P_DEFAULT)));
+  Dataset dset(SD_H5_CHECK(
+      H5Dcreate2(loc, path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT)));
   if (!data.empty()) {
     SD_H5_CHECK(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
   }
@@ -407,9 +429,8 @@ bool is_compressed(hid_t loc, const std::string& path) {
     unsigned flags = 0;
     std::size_t nelements = 0;
     unsigned config = 0;
-    const H5Z_filter_t id = SD_H5_CHECK(H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i),
-                                                       &flags, &nelements, nullptr, 0, nullptr,
-                                                       &config));
+    const H5Z_filter_t id = SD_H5_CHECK(H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags,
+                                                       &nelements, nullptr, 0, nullptr, &config));
     if (id == H5Z_FILTER_DEFLATE) return true;
   }
   return false;
@@ -433,8 +454,7 @@ std::size_t Table::rows() const {
   for (const Column& c : columns_) {
     if (size_of(c) != n) {
       throw InternalError("table column '" + c.name + "' has " + std::to_string(size_of(c)) +
-                          " rows, column '" + columns_.front().name + "' has " +
-                          std::to_string(n));
+                          " rows, column '" + columns_.front().name + "' has " + std::to_string(n));
     }
   }
   return n;
@@ -455,11 +475,15 @@ struct Slot {
 
   hid_t member_type() const {
     switch (kind) {
-      case Kind::kInt64: return H5T_NATIVE_INT64;
-      case Kind::kUInt64: return H5T_NATIVE_UINT64;
-      case Kind::kDouble: return H5T_NATIVE_DOUBLE;
+      case Kind::kInt64:
+        return H5T_NATIVE_INT64;
+      case Kind::kUInt64:
+        return H5T_NATIVE_UINT64;
+      case Kind::kDouble:
+        return H5T_NATIVE_DOUBLE;
       case Kind::kString:
-      case Kind::kFixedString: return type.get();
+      case Kind::kFixedString:
+        return type.get();
     }
     return H5I_INVALID_HID;
   }
@@ -467,14 +491,19 @@ struct Slot {
 
 Kind kind_of(const ColumnValues& v) {
   switch (v.index()) {
-    case 0: return Kind::kString;
-    case 1: return Kind::kInt64;
-    case 2: return Kind::kUInt64;
-    default: return Kind::kDouble;
+    case 0:
+      return Kind::kString;
+    case 1:
+      return Kind::kInt64;
+    case 2:
+      return Kind::kUInt64;
+    default:
+      return Kind::kDouble;
   }
 }
 
-static_assert(sizeof(double) == sizeof(std::uint64_t) && sizeof(std::int64_t) == sizeof(std::uint64_t));
+static_assert(sizeof(double) == sizeof(std::uint64_t) &&
+              sizeof(std::int64_t) == sizeof(std::uint64_t));
 
 // Lays the slots out in one row (natural alignment) and builds the compound type from them:
 // the one place that computes offsets.
@@ -504,18 +533,21 @@ Datatype compound_type(std::vector<Slot>& slots, std::size_t& row_size) {
 // Frees the strings HDF5 allocated while reading variable-length members, also on exceptions.
 class VlenBuffer {
  public:
-  VlenBuffer(hid_t type, hid_t space, std::size_t bytes) : type_(type), space_(space), data_(bytes) {}
+  VlenBuffer(hid_t type, hid_t space, std::size_t bytes)
+      : type_(type), space_(space), data_(bytes) {}
   VlenBuffer(const VlenBuffer&) = delete;
   VlenBuffer& operator=(const VlenBuffer&) = delete;
   ~VlenBuffer() {
     if (data_.empty()) return;
-#if H5_VERSION_GE(1, 10, 7)
+#if H5_VERSION_GE(1, 12, 0)  // 1.10.8's header declares H5Treclaim, its library lacks it
     (void)H5Treclaim(type_, space_, H5P_DEFAULT, data_.data());
 #else
     (void)H5Dvlen_reclaim(type_, space_, H5P_DEFAULT, data_.data());
 #endif
   }
-  unsigned char* data() noexcept { return data_.data(); }
+  unsigned char* data() noexcept {
+    return data_.data();
+  }
 
  private:
   hid_t type_;
@@ -585,14 +617,15 @@ Table read_table(hid_t loc, const std::string& path) {
   if (SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get())) > 1) {
     throw UsageError("table '" + path + "' is not one-dimensional");
   }
-  const auto rows = static_cast<std::size_t>(SD_H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
+  const auto rows =
+      static_cast<std::size_t>(SD_H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
 
   std::vector<Slot> slots;
   const int members = SD_H5_CHECK(H5Tget_nmembers(file_type.get()));
   for (int i = 0; i < members; ++i) {
     const auto index = static_cast<unsigned>(i);
     std::unique_ptr<char, decltype(&H5free_memory)> raw(H5Tget_member_name(file_type.get(), index),
-                                                      &H5free_memory);
+                                                        &H5free_memory);
     if (!raw) detail::fail("H5Tget_member_name", __FILE__, __LINE__);
     Slot s{raw.get(), Kind::kDouble, 0, 0, {}, H5T_STR_NULLTERM};
     Datatype member(SD_H5_CHECK(H5Tget_member_type(file_type.get(), index)));
@@ -610,11 +643,14 @@ Table read_table(hid_t loc, const std::string& path) {
         }
         break;
       case H5T_INTEGER:
-        s.kind = SD_H5_CHECK(H5Tget_sign(member.get())) == H5T_SGN_NONE ? Kind::kUInt64
-                                                                         : Kind::kInt64;
+        s.kind =
+            SD_H5_CHECK(H5Tget_sign(member.get())) == H5T_SGN_NONE ? Kind::kUInt64 : Kind::kInt64;
         break;
-      case H5T_FLOAT: s.kind = Kind::kDouble; break;
-      default: continue;  // enums, arrays, nested compounds: not ours, skip
+      case H5T_FLOAT:
+        s.kind = Kind::kDouble;
+        break;
+      default:
+        continue;  // enums, arrays, nested compounds: not ours, skip
     }
     slots.push_back(std::move(s));
   }
@@ -648,10 +684,18 @@ Table read_table(hid_t loc, const std::string& path) {
     };
     switch (s.kind) {
       case Kind::kString:
-      case Kind::kFixedString: fill(table.add<std::string>(s.name)); break;
-      case Kind::kInt64: fill(table.add<std::int64_t>(s.name)); break;
-      case Kind::kUInt64: fill(table.add<std::uint64_t>(s.name)); break;
-      case Kind::kDouble: fill(table.add<double>(s.name)); break;
+      case Kind::kFixedString:
+        fill(table.add<std::string>(s.name));
+        break;
+      case Kind::kInt64:
+        fill(table.add<std::int64_t>(s.name));
+        break;
+      case Kind::kUInt64:
+        fill(table.add<std::uint64_t>(s.name));
+        break;
+      case Kind::kDouble:
+        fill(table.add<double>(s.name));
+        break;
     }
   }
   return table;

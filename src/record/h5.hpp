@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -154,20 +155,22 @@ struct Column {
 
 class Table {
  public:
-  // Adds an empty column of type T (std::string, std::int64_t, std::uint64_t or double).
+  // Adds an empty column of type T (std::string, std::int64_t, std::uint64_t or double). The
+  // reference stays valid while the table lives (columns sit in a deque), so several columns can
+  // be filled side by side.
   template <class T>
   std::vector<T>& add(std::string name) {
     columns_.push_back(Column{std::move(name), std::vector<T>{}});
     return std::get<std::vector<T>>(columns_.back().values);
   }
-  const std::vector<Column>& columns() const noexcept { return columns_; }
-  std::vector<Column>& columns() noexcept { return columns_; }
+  const std::deque<Column>& columns() const noexcept { return columns_; }
+  std::deque<Column>& columns() noexcept { return columns_; }
   const Column* find(std::string_view name) const noexcept;
   // Rows, checked: every column must have the same length (else InternalError).
   std::size_t rows() const;
 
  private:
-  std::vector<Column> columns_;
+  std::deque<Column> columns_;
 };
 
 // Creates the compound dataset `path` (and missing parents). A table with no columns is refused.

@@ -45,6 +45,13 @@ std::string absolute_path(const std::string& path) {
   return !path.empty() && path.front() == '/' ? path : "/" + path;
 }
 
+void require_dataset(hid_t file, const std::string& path) {
+  if (!h5::exists(file, path)) {
+    throw UsageError("there is no dataset '" + path +
+                     "' (the phase that writes it was disabled or did not finish)");
+  }
+}
+
 h5::Object open_existing(hid_t file, const std::string& path) {
   if (!h5::exists(file, path)) throw UsageError("there is no object '" + path + "'");
   return h5::open_object(file, path);
@@ -170,8 +177,9 @@ std::vector<double> RunFile::clock_offsets_us() const {
 
 std::vector<double> RunFile::clock_rtt_us() const {
   return read_file(path_, schema::kClockRttUs, [](hid_t file) {
-    return h5::exists(file, schema::kClockRttUs) ? h5::read_dataset_double(file, schema::kClockRttUs)
-                                                 : std::vector<double>{};
+    return h5::exists(file, schema::kClockRttUs)
+               ? h5::read_dataset_double(file, schema::kClockRttUs)
+               : std::vector<double>{};
   });
 }
 
@@ -192,22 +200,28 @@ bool RunFile::has_attr(const std::string& path, const std::string& name) const {
 std::vector<double> RunFile::read_doubles(const std::string& path,
                                           std::vector<std::uint64_t>* dims) const {
   const std::string p = absolute_path(path);
-  return read_file(path_, "'" + p + "'",
-                   [&](hid_t file) { return h5::read_dataset_double(file, p, dims); });
+  return read_file(path_, "'" + p + "'", [&](hid_t file) {
+    require_dataset(file, p);
+    return h5::read_dataset_double(file, p, dims);
+  });
 }
 
 std::vector<std::int64_t> RunFile::read_int64(const std::string& path,
                                               std::vector<std::uint64_t>* dims) const {
   const std::string p = absolute_path(path);
-  return read_file(path_, "'" + p + "'",
-                   [&](hid_t file) { return h5::read_dataset_int64(file, p, dims); });
+  return read_file(path_, "'" + p + "'", [&](hid_t file) {
+    require_dataset(file, p);
+    return h5::read_dataset_int64(file, p, dims);
+  });
 }
 
 std::vector<std::uint64_t> RunFile::read_uint64(const std::string& path,
                                                 std::vector<std::uint64_t>* dims) const {
   const std::string p = absolute_path(path);
-  return read_file(path_, "'" + p + "'",
-                   [&](hid_t file) { return h5::read_dataset_uint64(file, p, dims); });
+  return read_file(path_, "'" + p + "'", [&](hid_t file) {
+    require_dataset(file, p);
+    return h5::read_dataset_uint64(file, p, dims);
+  });
 }
 
 std::string RunFile::attr_string(const std::string& path, const std::string& name) const {

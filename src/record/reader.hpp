@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "record/run_meta.hpp"
 #include "topology/rank_info.hpp"
 

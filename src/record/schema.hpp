@@ -1,8 +1,8 @@
 #pragma once
-// Every name in the run's HDF5 file (DESIGN.md "HDF5 file (schema 1)"), in one place, so the writer,
-// the reader, the analysis and scripts/analyze.py cannot drift apart. Changing a name or a layout
-// means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore what
-// they do not know and default what is missing).
+// Every name in the run's HDF5 file (DESIGN.md "HDF5 file (schema 1)"), in one place, so the
+// writer, the reader, the analysis and scripts/analyze.py cannot drift apart. Changing a name or a
+// layout means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore
+// what they do not know and default what is missing).
 #include <string>
 #include <string_view>
 
@@ -15,14 +15,14 @@ inline constexpr const char* kRoot = "/";
 inline constexpr const char* kAttrSchemaVersion = "schema_version";        // int64
 inline constexpr const char* kAttrShakedownVersion = "shakedown_version";  // string
 inline constexpr const char* kAttrCommandLine = "command_line";            // string
-inline constexpr const char* kAttrConfigYaml = "config_yaml";              // string, effective config
-inline constexpr const char* kAttrStartedUtc = "started_utc";              // ISO-8601, "...Z"
-inline constexpr const char* kAttrFinishedUtc = "finished_utc";            // "" while running
-inline constexpr const char* kAttrStatus = "status";                       // kStatus* below
-inline constexpr const char* kAttrWorldSize = "world_size";                // int64
-inline constexpr const char* kAttrNodeCount = "node_count";                // int64
-inline constexpr const char* kAttrVirtualNodes = "virtual_nodes";          // int64, 0 = real nodes
-inline constexpr const char* kAttrBackend = "backend";                     // "mpi" | "nccl" ...
+inline constexpr const char* kAttrConfigYaml = "config_yaml";      // string, effective config
+inline constexpr const char* kAttrStartedUtc = "started_utc";      // ISO-8601, "...Z"
+inline constexpr const char* kAttrFinishedUtc = "finished_utc";    // "" while running
+inline constexpr const char* kAttrStatus = "status";               // kStatus* below
+inline constexpr const char* kAttrWorldSize = "world_size";        // int64
+inline constexpr const char* kAttrNodeCount = "node_count";        // int64
+inline constexpr const char* kAttrVirtualNodes = "virtual_nodes";  // int64, 0 = real nodes
+inline constexpr const char* kAttrBackend = "backend";             // "mpi" | "nccl" ...
 inline constexpr const char* kAttrAbortReason = "abort_reason";  // only when aborted with a reason
 
 inline constexpr const char* kStatusRunning = "running";
@@ -136,25 +136,25 @@ inline constexpr const char* kScopeWorld = "world";
 inline constexpr const char* kScopeIntraNode = "intra_node";
 inline constexpr const char* kScopeInterNode = "inter_node";
 inline constexpr const char* kScopePairs = "pairs";
-inline constexpr const char* kCollSizes = "sizes";            // uint64 [S] bytes
-inline constexpr const char* kCollTimeUs = "time_us";         // double [S, iters, world]
-inline constexpr const char* kCollArrivalUs = "arrival_us";   // double [S, iters, world]
-inline constexpr const char* kCollWrong = "wrong";            // uint64 [S, world]
-inline constexpr const char* kCollAlgbwGBps = "algbw_GBps";   // double [S]
-inline constexpr const char* kCollBusbwGBps = "busbw_GBps";   // double [S]
+inline constexpr const char* kCollSizes = "sizes";           // uint64 [S] bytes
+inline constexpr const char* kCollTimeUs = "time_us";        // double [S, iters, world]
+inline constexpr const char* kCollArrivalUs = "arrival_us";  // double [S, iters, world]
+inline constexpr const char* kCollWrong = "wrong";           // uint64 [S, world]
+inline constexpr const char* kCollAlgbwGBps = "algbw_GBps";  // double [S]
+inline constexpr const char* kCollBusbwGBps = "busbw_GBps";  // double [S]
 
 // ---- /linkscan/ ----
 inline constexpr const char* kLinkscanGroup = "/linkscan";
-inline constexpr const char* kLinkscanPairs = "/linkscan/pairs";      // int64 [P, 2] node indices
-inline constexpr const char* kLinkscanBwGBps = "/linkscan/bw_GBps";   // double [P, reps]
-inline constexpr const char* kLinkscanLatUs = "/linkscan/lat_us";     // double [P, reps]
-inline constexpr const char* kLinkscanRound = "/linkscan/round";      // int64 [P]
+inline constexpr const char* kLinkscanPairs = "/linkscan/pairs";     // int64 [P, 2] node indices
+inline constexpr const char* kLinkscanBwGBps = "/linkscan/bw_GBps";  // double [P, reps]
+inline constexpr const char* kLinkscanLatUs = "/linkscan/lat_us";    // double [P, reps]
+inline constexpr const char* kLinkscanRound = "/linkscan/round";     // int64 [P]
 
 // ---- /gemm/<shape>/ ----
 inline constexpr const char* kGemmGroup = "/gemm";
-inline constexpr const char* kGemmTflops = "tflops";              // double [iters, world]
-inline constexpr const char* kGemmMaxRelErr = "max_rel_err";      // double [world]
-inline constexpr const char* kGemmOutputHash = "output_hash";     // uint64 [world]
+inline constexpr const char* kGemmTflops = "tflops";           // double [iters, world]
+inline constexpr const char* kGemmMaxRelErr = "max_rel_err";   // double [world]
+inline constexpr const char* kGemmOutputHash = "output_hash";  // uint64 [world]
 
 // ---- /train/ ----
 inline constexpr const char* kTrainGroup = "/train";
@@ -166,21 +166,21 @@ inline constexpr const char* kAttrMfu = "mfu";                   // on /train
 
 // ---- /checkpoint/ ----
 inline constexpr const char* kCheckpointGroup = "/checkpoint";
-inline constexpr const char* kCheckpointBytes = "/checkpoint/bytes";          // uint64 [world]
-inline constexpr const char* kCheckpointWriteS = "/checkpoint/write_s";       // double [iters, world]
-inline constexpr const char* kCheckpointReadS = "/checkpoint/read_s";         // double [iters, world]
-inline constexpr const char* kCheckpointVerifyOk = "/checkpoint/verify_ok";   // int64 [world] 0/1
-inline constexpr const char* kAttrWriteGBps = "write_GBps";                   // on /checkpoint
-inline constexpr const char* kAttrReadGBps = "read_GBps";                     // on /checkpoint
+inline constexpr const char* kCheckpointBytes = "/checkpoint/bytes";     // uint64 [world]
+inline constexpr const char* kCheckpointWriteS = "/checkpoint/write_s";  // double [iters, world]
+inline constexpr const char* kCheckpointReadS = "/checkpoint/read_s";    // double [iters, world]
+inline constexpr const char* kCheckpointVerifyOk = "/checkpoint/verify_ok";  // int64 [world] 0/1
+inline constexpr const char* kAttrWriteGBps = "write_GBps";                  // on /checkpoint
+inline constexpr const char* kAttrReadGBps = "read_GBps";                    // on /checkpoint
 
 // ---- /analysis/ ----
 inline constexpr const char* kAnalysisGroup = "/analysis";
 inline constexpr const char* kAnalysisStragglers = "/analysis/stragglers";  // table
 inline constexpr const char* kAnalysisChecks = "/analysis/checks";          // table
-inline constexpr const char* kAnalysisValue = "value";          // checks column, double
-inline constexpr const char* kAnalysisThreshold = "threshold";  // checks column, double
-inline constexpr const char* kAnalysisPassed = "passed";        // checks column, int64 0/1
-inline constexpr const char* kAttrVerdict = "verdict";          // on /analysis
+inline constexpr const char* kAnalysisValue = "value";                      // checks column, double
+inline constexpr const char* kAnalysisThreshold = "threshold";              // checks column, double
+inline constexpr const char* kAnalysisPassed = "passed";  // checks column, int64 0/1
+inline constexpr const char* kAttrVerdict = "verdict";    // on /analysis
 
 // ---- composed paths ----
 inline std::string join(std::string_view parent, std::string_view child) {
@@ -194,6 +194,8 @@ inline std::string collective_group(std::string_view scope, std::string_view op)
   return join(join(kCollectivesGroup, scope), op);
 }
 // "/gemm/<shape>"
-inline std::string gemm_group(std::string_view shape) { return join(kGemmGroup, shape); }
+inline std::string gemm_group(std::string_view shape) {
+  return join(kGemmGroup, shape);
+}
 
 }  // namespace shakedown::schema

@@ -25,8 +25,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, node_index, local_rank, local
                                    slurm_node_id, slurm_local_id, slurm_procid,
                                    slurm_topology_addr, slurm_topology_pattern)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeInventory, node_index, hostname, cpu_model, sockets, cores,
-                                   pus, numa_nodes, memory_bytes, os, kernel, gpus, nics,
-                                   gpu_driver, mpi_version, nccl_version, cuda_runtime_version,
+                                   pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note,
+                                   nics, gpu_driver, mpi_version, nccl_version, cuda_runtime_version,
                                    cuda_driver_version, hdf5_version, ucx_version, hwloc_version,
                                    openblas_version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckResult, name, status, reason)

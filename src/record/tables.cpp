@@ -5,8 +5,8 @@
 namespace shakedown::tables {
 
 CheckStatus parse_check_status(const std::string& text) {
-  for (CheckStatus s : {CheckStatus::kPass, CheckStatus::kWarn, CheckStatus::kFail,
-                        CheckStatus::kSkip}) {
+  for (CheckStatus s :
+       {CheckStatus::kPass, CheckStatus::kWarn, CheckStatus::kFail, CheckStatus::kSkip}) {
     if (text == to_string(s)) return s;
   }
   throw UsageError("unknown check status '" + text + "' (expected pass, warn, fail or skip)");

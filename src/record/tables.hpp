@@ -103,24 +103,25 @@ template <class Row, class Ref>
 Field<Row> field(const char* name, Ref ref) {
   using V = std::decay_t<decltype(ref(std::declval<Row&>()))>;
   using S = typename Storage<V>::type;
-  return Field<Row>{
-      name, h5::ColumnValues{std::vector<S>{}},
-      [ref](const Row& row, h5::ColumnValues& values) {
-        std::get<std::vector<S>>(values).push_back(to_storage(ref(row)));
-      },
-      [ref](Row& row, const h5::Column& column, std::size_t r) {
-        ref(row) = from_column<V>(column, r);
-      }};
+  return Field<Row>{name, h5::ColumnValues{std::vector<S>{}},
+                    [ref](const Row& row, h5::ColumnValues& values) {
+                      std::get<std::vector<S>>(values).push_back(to_storage(ref(row)));
+                    },
+                    [ref](Row& row, const h5::Column& column, std::size_t r) {
+                      ref(row) = from_column<V>(column, r);
+                    }};
 }
 
 template <class Row, class M>
 Field<Row> field(const char* name, M Row::*member) {
-  return field<Row>(name, [member](auto& row) -> auto& { return row.*member; });
+  return field<Row>(
+      name, [member](auto& row) -> auto& { return row.*member; });
 }
 
 template <class Row, class Sub, class M>
 Field<Row> field(const char* name, Sub Row::*sub, M Sub::*member) {
-  return field<Row>(name, [sub, member](auto& row) -> auto& { return (row.*sub).*member; });
+  return field<Row>(
+      name, [ sub, member ](auto& row) -> auto& { return (row.*sub).*member; });
 }
 
 template <class Row>

@@ -263,8 +263,10 @@ void RunWriter::finish(const std::string& status) {
   std::error_code ec;
   if (std::filesystem::exists(final_path_, ec)) {
     throw RuntimeFault("cannot rename '" + partial_path_.string() + "' to '" +
-                       final_path_.string() + "': that file appeared during the run; the run's "
-                       "record stays in '" + partial_path_.string() + "'");
+                       final_path_.string() +
+                       "': that file appeared during the run; the run's "
+                       "record stays in '" +
+                       partial_path_.string() + "'");
   }
   std::filesystem::rename(partial_path_, final_path_, ec);
   if (ec) {

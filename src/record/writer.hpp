@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/error.hpp"
 #include "record/run_meta.hpp"
 #include "topology/rank_info.hpp"
 
@@ -60,8 +61,9 @@ class RunWriter {
   void set_attr(const std::string& object_path, const std::string& name, std::uint64_t value);
   // Other integer types (int, bool, size_t...) go to the int64/uint64 overloads.
   template <std::integral T>
-    requires(!std::same_as<T, std::int64_t> && !std::same_as<T, std::uint64_t>)
-  void set_attr(const std::string& object_path, const std::string& name, T value) {
+  requires(!std::same_as<T, std::int64_t> &&
+           !std::same_as<T, std::uint64_t>) void set_attr(const std::string& object_path,
+                                                          const std::string& name, T value) {
     if constexpr (std::is_unsigned_v<T> && !std::same_as<T, bool>) {
       set_attr(object_path, name, static_cast<std::uint64_t>(value));
     } else {

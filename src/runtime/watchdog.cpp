@@ -33,40 +33,56 @@ struct Watchdog::Message {
 };
 
 StallReport assess_positions(const std::vector<RankPosition>& positions,
-                             const std::vector<std::string>& rank_names, double furthest_since_s,
-                             double timeout_s) {
+                             const std::vector<std::string>& rank_names,
+                             const std::map<std::int64_t, StepSeen>& steps) {
   StallReport report;
-  if (positions.empty() || furthest_since_s <= timeout_s) return report;
+  if (positions.empty()) return report;
   auto name = [&](std::size_t r) {
     return r < rank_names.size() ? rank_names[r] : "rank " + std::to_string(r);
   };
-  const auto furthest = std::max_element(positions.begin(), positions.end(),
-                                         [](const auto& a, const auto& b) { return a.seq < b.seq; });
-  for (std::size_t r = 0; r < positions.size(); ++r) {
-    if (positions[r].seq < furthest->seq) report.laggards.push_back(static_cast<int>(r));
-  }
-  report.stalled = true;
+  auto [lo, hi] = std::minmax_element(positions.begin(), positions.end(),
+                                      [](const auto& a, const auto& b) { return a.seq < b.seq; });
+  const std::int64_t behind = lo->seq;
+  const std::int64_t furthest = hi->seq;
   std::ostringstream os;
-  if (report.laggards.empty()) {
-    os << "no rank finished '" << furthest->label << "' within " << format_seconds(timeout_s)
-       << ": all " << positions.size()
+  if (behind == furthest) {
+    auto it = steps.find(furthest);
+    if (it == steps.end() || it->second.since_s <= it->second.timeout_s) return report;
+    report.stalled = true;
+    os << "no rank finished '" << it->second.label << "' within "
+       << format_seconds(it->second.timeout_s) << ": all " << positions.size()
        << " ranks are inside it (a hang in the fabric, the MPI/NCCL library or the phase itself)";
-  } else {
-    std::size_t shown = 0;
-    for (int r : report.laggards) {
-      if (shown == kMaxNamed) break;
-      os << (shown ? "; " : "") << name(static_cast<std::size_t>(r));
-      if (shown == 0) {
-        os << " did not reach '" << furthest->label << "' within " << format_seconds(timeout_s);
-      }
-      os << " (last at '" << positions[static_cast<std::size_t>(r)].label << "')";
-      ++shown;
+    report.message = os.str();
+    return report;
+  }
+  // The step the slowest ranks have not reached yet.
+  auto next = steps.upper_bound(behind);
+  if (next == steps.end() || next->second.since_s <= next->second.timeout_s) return report;
+  report.stalled = true;
+  std::vector<int> between;  // neither the slowest nor the furthest: usually waiting on the slowest
+  for (std::size_t r = 0; r < positions.size(); ++r) {
+    if (positions[r].seq == behind) report.laggards.push_back(static_cast<int>(r));
+    if (positions[r].seq > behind && positions[r].seq < furthest) {
+      between.push_back(static_cast<int>(r));
     }
-    if (report.laggards.size() > kMaxNamed) {
-      os << "; and " << report.laggards.size() - kMaxNamed << " more ranks";
+  }
+  for (std::size_t i = 0; i < report.laggards.size() && i < kMaxNamed; ++i) {
+    os << (i ? ", " : "") << name(static_cast<std::size_t>(report.laggards[i]));
+  }
+  if (report.laggards.size() > kMaxNamed) {
+    os << " and " << report.laggards.size() - kMaxNamed << " more ranks";
+  }
+  os << " did not reach '" << next->second.label << "' within "
+     << format_seconds(next->second.timeout_s) << " (last at '" << lo->label << "'); "
+     << positions.size() - report.laggards.size() << " of " << positions.size()
+     << " ranks got there";
+  if (!between.empty()) {
+    os << " (";
+    for (std::size_t i = 0; i < between.size() && i < kMaxNamed; ++i) {
+      auto r = static_cast<std::size_t>(between[i]);
+      os << (i ? ", " : "") << name(r) << " is at '" << positions[r].label << "'";
     }
-    std::size_t waiting = positions.size() - report.laggards.size();
-    os << "; " << waiting << " of " << positions.size() << " ranks are waiting there";
+    os << ", probably waiting for them)";
   }
   report.message = os.str();
   return report;
@@ -176,13 +192,18 @@ void Watchdog::run_peer() {
 void Watchdog::run_root() {
   std::vector<RankPosition> positions(static_cast<std::size_t>(size_));
   for (auto& p : positions) p.label = "start";
-  std::map<std::int64_t, std::pair<double, double>> first_seen;  // seq -> (time us, timeout s)
-  first_seen[0] = {start_us_, options_.step_timeout_s};
+  struct Seen {
+    std::string label;
+    double first_us;
+    double timeout_s;
+  };
+  std::map<std::int64_t, Seen> seen;  // every step some rank reached, when it was first reached
+  seen[0] = {"start", start_us_, options_.step_timeout_s};
   auto note = [&](int r, std::int64_t seq, double timeout, const std::string& label) {
     auto& p = positions[static_cast<std::size_t>(r)];
     p.seq = seq;
     p.label = label;
-    first_seen.try_emplace(seq, now_us(), timeout);
+    seen.try_emplace(seq, Seen{label, now_us(), timeout});
   };
   int done = 0;
   for (;;) {
@@ -213,11 +234,13 @@ void Watchdog::run_root() {
     if (stopping && done == size_ - 1) return;
 
     const double now = now_us();
-    std::int64_t furthest = 0;
-    for (const auto& p : positions) furthest = std::max(furthest, p.seq);
-    const auto [since_us, timeout_s] = first_seen[furthest];
-    StallReport report =
-        assess_positions(positions, rank_names_, (now - since_us) * 1e-6, timeout_s);
+    std::int64_t behind = positions[0].seq;
+    for (const auto& p : positions) behind = std::min(behind, p.seq);
+    // Steps every rank has left are of no further interest.
+    seen.erase(seen.begin(), seen.lower_bound(behind));
+    std::map<std::int64_t, StepSeen> steps;
+    for (const auto& [seq, s] : seen) steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    StallReport report = assess_positions(positions, rank_names_, steps);
     if (report.stalled && !stopping) abort_run(report.message);
     if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {
       abort_run("the run exceeded timeouts.run_s = " + format_seconds(options_.run_timeout_s) +

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,15 +25,23 @@ struct RankPosition {
   std::string label;
   bool done = false;
 };
+// A step some rank has reached: its label, how long ago it was first reached, its timeout.
+struct StepSeen {
+  std::string label;
+  double since_s = 0;
+  double timeout_s = 0;
+};
 struct StallReport {
   bool stalled = false;
   std::string message;
-  std::vector<int> laggards;  // ranks that never reached the step the others are waiting in
+  std::vector<int> laggards;  // the ranks furthest behind: they never reached the next step
 };
-// `furthest_since_s`: how long ago the furthest step was first reached by any rank.
+// The ranks furthest behind are overdue when the step after theirs was first reached (by anyone)
+// longer ago than its timeout; if every rank is at the same step, all of them are overdue once
+// that step outlives its timeout. `steps` must hold every sequence number in `positions`.
 StallReport assess_positions(const std::vector<RankPosition>& positions,
-                             const std::vector<std::string>& rank_names, double furthest_since_s,
-                             double timeout_s);
+                             const std::vector<std::string>& rank_names,
+                             const std::map<std::int64_t, StepSeen>& steps);
 
 class Watchdog {
  public:

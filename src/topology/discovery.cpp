@@ -42,7 +42,7 @@ std::string host_name() {
   return buffer;
 }
 
-std::string trim(std::string s) {
+std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r\n\"'");
   if (first == std::string::npos) return {};
   const auto last = s.find_last_not_of(" \t\r\n\"'");
@@ -69,8 +69,8 @@ std::string cpu_model_from_proc() {
 }
 
 std::string cpu_model_from_hwloc(hwloc_topology_t topo) {
-  for (hwloc_obj_t pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, nullptr); pkg != nullptr;
-       pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pkg)) {
+  for (hwloc_obj_t pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, nullptr);
+       pkg != nullptr; pkg = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pkg)) {
     if (const char* model = hwloc_obj_get_info_by_name(pkg, "CPUModel")) return model;
   }
   return {};
@@ -98,20 +98,12 @@ int count_of(hwloc_topology_t topo, hwloc_obj_type_t type) {
   return n > 0 ? n : 0;
 }
 
-// NUMA nodes (os indices, "0,1") whose CPUs intersect a CPU list.
+// NUMA nodes (os indices, "0,1") whose CPUs intersect a CPU list string.
 std::string numa_of_cpus(hwloc_topology_t topo, const std::string& cpus) {
   if (cpus.empty()) return {};
   hu::Bitmap set;
   if (hwloc_bitmap_list_sscanf(set.get(), cpus.c_str()) != 0) return {};
-  std::string out;
-  for (hwloc_obj_t numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, nullptr);
-       numa != nullptr; numa = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, numa)) {
-    if (numa->cpuset != nullptr && hwloc_bitmap_intersects(numa->cpuset, set.get())) {
-      if (!out.empty()) out += ',';
-      out += std::to_string(numa->os_index);
-    }
-  }
-  return out;
+  return hu::numa_list(topo, set.get());
 }
 
 hwloc_obj_t find_pcidev(hwloc_topology_t topo, std::string_view bus_id) {
@@ -183,7 +175,12 @@ std::vector<NicEntry> collect_nics(hwloc_topology_t topo) {
 #if SHAKEDOWN_HAVE_CUDA
 std::string cuda_error_note(cudaError_t rc) {
   std::string note = std::string("CUDA: ") + cudaGetErrorString(rc);
-  // A sticky error state would poison the next CUDA call of whoever comes after us.
+  // Without any driver the runtime says "driver version is insufficient", which sends people
+  // looking for an upgrade; say plainly that there is none.
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0)
+    note += " (no NVIDIA driver installed)";
+  // Clear the error so it does not surface in the next CUDA call made by someone else.
   (void)cudaGetLastError();
   return note;
 }
@@ -223,7 +220,8 @@ std::string driver_from_nvml() {
   const std::unique_ptr<void, DlClose> lib(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL));
   if (!lib) return {};
   auto init = reinterpret_cast<NvmlInitFn>(dlsym(lib.get(), "nvmlInit_v2"));
-  auto version = reinterpret_cast<NvmlDriverVersionFn>(dlsym(lib.get(), "nvmlSystemGetDriverVersion"));
+  auto version =
+      reinterpret_cast<NvmlDriverVersionFn>(dlsym(lib.get(), "nvmlSystemGetDriverVersion"));
   auto shutdown = reinterpret_cast<NvmlShutdownFn>(dlsym(lib.get(), "nvmlShutdown"));
   if (init == nullptr || version == nullptr || shutdown == nullptr || init() != 0) return {};
   char buffer[96] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
@@ -255,8 +253,9 @@ std::string driver_from_proc() {
 std::string format_gpu_uuid(const std::array<unsigned char, 16>& b) {
   char buffer[48];
   std::snprintf(buffer, sizeof buffer,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
   return buffer;
 }
 
@@ -271,7 +270,8 @@ std::string bound_cpus() {
   for (int ncpus = 1024; ncpus <= (1 << 18); ncpus *= 4) {
     cpu_set_t* set = CPU_ALLOC(ncpus);
     if (set == nullptr) return {};
-    const std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> owned(set, [](cpu_set_t* s) { CPU_FREE(s); });
+    const std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> owned(set,
+                                                                 [](cpu_set_t* s) { CPU_FREE(s); });
     const std::size_t bytes = CPU_ALLOC_SIZE(ncpus);
     CPU_ZERO_S(bytes, set);
     if (sched_getaffinity(0, bytes, set) != 0) {
@@ -301,17 +301,20 @@ CudaDevices cuda_devices() {
     return out;
   }
   for (int i = 0; i < count; ++i) {
+    GpuInfo g;
+    g.index = i;
     cudaDeviceProp prop{};
     const cudaError_t prc = cudaGetDeviceProperties(&prop, i);
     if (prc != cudaSuccess) {
-      out.note = "CUDA: device " + std::to_string(i) + ": " + cuda_error_note(prc);
+      // Keep the slot: list position must stay the CUDA ordinal that ranks select by.
+      g.name = "unknown (" + cuda_error_note(prc) + ")";
+      out.gpus.push_back(std::move(g));
       continue;
     }
-    GpuInfo g;
-    g.index = i;
     g.name = prop.name;
     std::array<unsigned char, 16> bytes{};
-    for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<unsigned char>(prop.uuid.bytes[k]);
+    for (std::size_t k = 0; k < bytes.size(); ++k)
+      bytes[k] = static_cast<unsigned char>(prop.uuid.bytes[k]);
     g.uuid = format_gpu_uuid(bytes);
     g.pci_bus_id = format_pci_bus_id(static_cast<unsigned>(prop.pciDomainID),
                                      static_cast<unsigned>(prop.pciBusID),
@@ -331,7 +334,8 @@ std::vector<GpuInfo> pci_gpus(const HwlocTopology& topology) {
     GpuInfo g;
     g.index = static_cast<int>(gpus.size());
     char name[40];
-    std::snprintf(name, sizeof name, "NVIDIA [10de:%04x]", static_cast<unsigned>(dev->attr->pcidev.device_id));
+    std::snprintf(name, sizeof name, "NVIDIA [10de:%04x]",
+                  static_cast<unsigned>(dev->attr->pcidev.device_id));
     g.name = name;
     g.pci_bus_id = hu::bus_id_of(dev);
     fill_locality(topology.get(), g);
@@ -376,10 +380,11 @@ std::string nearest_nic(const HwlocTopology& topology, std::string_view gpu_pci_
       }
       return chain.size();
     };
-    const auto best = std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
-      const auto sa = steps(a), sb = steps(b);
-      return sa != sb ? sa < sb : prefer(a) < prefer(b);
-    });
+    const auto best =
+        std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
+          const auto sa = steps(a), sb = steps(b);
+          return sa != sb ? sa < sb : prefer(a) < prefer(b);
+        });
     return best->info.name;
   }
 
@@ -392,10 +397,11 @@ std::string nearest_nic(const HwlocTopology& topology, std::string_view gpu_pci_
     hwloc_bitmap_and(both.get(), e.locality->cpuset, bound.get());
     return hwloc_bitmap_weight(both.get());
   };
-  const auto best = std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
-    const int oa = overlap(a), ob = overlap(b);
-    return oa != ob ? oa > ob : prefer(a) < prefer(b);
-  });
+  const auto best =
+      std::min_element(nics.begin(), nics.end(), [&](const NicEntry& a, const NicEntry& b) {
+        const int oa = overlap(a), ob = overlap(b);
+        return oa != ob ? oa > ob : prefer(a) < prefer(b);
+      });
   return best->info.name;
 }
 

@@ -33,6 +33,13 @@ void init_with_io(PendingTopology& pending, const std::string& where) {
     throw RuntimeFault("hwloc: cannot enable I/O device discovery for " + where + ": " +
                        std::strerror(errno));
   }
+  // Under Slurm cgroups (or a container cpuset) hwloc would otherwise show only the CPUs this
+  // process may use, and every rank would report a different, smaller "host". Placement checks
+  // and plans need the whole machine; the rank's own binding comes from sched_getaffinity.
+  if (hwloc_topology_set_flags(pending.topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
+    throw RuntimeFault("hwloc: cannot ask for the whole machine (INCLUDE_DISALLOWED) for " + where +
+                       ": " + std::strerror(errno));
+  }
 }
 
 }  // namespace
@@ -64,9 +71,9 @@ HwlocTopology HwlocTopology::this_machine() {
   PendingTopology pending;
   init_with_io(pending, where);
   if (hwloc_topology_load(pending.topo) != 0) {
-    throw RuntimeFault("hwloc: cannot read the topology of this machine: " +
-                       std::string(std::strerror(errno)) +
-                       " (is /sys mounted? run `lstopo` to see what hwloc reports)");
+    throw RuntimeFault(
+        "hwloc: cannot read the topology of this machine: " + std::string(std::strerror(errno)) +
+        " (is /sys mounted? run `lstopo` to see what hwloc reports)");
   }
   return HwlocTopology(pending.release(), where, true);
 }
@@ -81,14 +88,14 @@ HwlocTopology HwlocTopology::from_xml_file(const std::string& path) {
   PendingTopology pending;
   init_with_io(pending, "'" + path + "'");
   if (hwloc_topology_set_xml(pending.topo, path.c_str()) != 0) {
-    throw UsageError("hwloc cannot use '" + path + "' as an XML topology: " +
-                     std::strerror(errno) + " (check it with `lstopo --input " + path + "`)");
+    throw UsageError("hwloc cannot use '" + path + "' as an XML topology: " + std::strerror(errno) +
+                     " (check it with `lstopo --input " + path + "`)");
   }
   if (hwloc_topology_load(pending.topo) != 0) {
     throw UsageError("hwloc cannot load the XML topology '" + path + "': " + std::strerror(errno) +
                      " (check it with `lstopo --input " + path + "`; hwloc prints the reason)");
   }
-  // An XML file may have been saved on this very machine; hwloc decides (HWLOC_THISSYSTEM).
+  // hwloc treats XML as another machine unless HWLOC_THISSYSTEM=1 says it is this one.
   const bool this_system = hwloc_topology_is_thissystem(pending.topo) != 0;
   return HwlocTopology(pending.release(), path, this_system);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // RAII owner of an hwloc topology, loaded from this machine or from a saved XML file, always with
-// PCI and OS devices (GPUs and NICs are found through them: hwloc 2.9 here has no CUDA/NVML plugin).
+// PCI and OS devices (GPUs and NICs are found through them: hwloc 2.9 here has no CUDA/NVML
+// plugin).
 #include <string>
 
 // hwloc_topology_t is `struct hwloc_topology*`; declared here so that including this header does

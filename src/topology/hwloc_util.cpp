@@ -30,7 +30,9 @@ Bitmap::Bitmap(hwloc_const_bitmap_t copy_of) : bitmap_(hwloc_bitmap_dup(copy_of)
   if (bitmap_ == nullptr) throw RuntimeFault("hwloc: cannot copy a CPU bitmap (out of memory)");
 }
 
-Bitmap::~Bitmap() { hwloc_bitmap_free(bitmap_); }
+Bitmap::~Bitmap() {
+  hwloc_bitmap_free(bitmap_);
+}
 
 std::string list_string(hwloc_const_bitmap_t set) {
   if (set == nullptr || hwloc_bitmap_iszero(set)) return {};
@@ -46,14 +48,16 @@ std::optional<PciAddress> parse_pci_bus_id(std::string_view text) {
   if (dot == std::string_view::npos) return std::nullopt;
   const auto last_colon = text.rfind(':', dot);
   if (last_colon == std::string_view::npos) return std::nullopt;
-  const auto prev_colon = last_colon == 0 ? std::string_view::npos : text.rfind(':', last_colon - 1);
+  const auto prev_colon =
+      last_colon == 0 ? std::string_view::npos : text.rfind(':', last_colon - 1);
   PciAddress a;
   const auto function = hex(text.substr(dot + 1), 7);
   const auto device = hex(text.substr(last_colon + 1, dot - last_colon - 1), 0x1f);
   const std::size_t bus_start = prev_colon == std::string_view::npos ? 0 : prev_colon + 1;
   const auto bus = hex(text.substr(bus_start, last_colon - bus_start), 0xff);
-  const auto domain =
-      prev_colon == std::string_view::npos ? std::optional<unsigned>(0) : hex(text.substr(0, prev_colon), 0xffffffffu);
+  const auto domain = prev_colon == std::string_view::npos
+                          ? std::optional<unsigned>(0)
+                          : hex(text.substr(0, prev_colon), 0xffffffffu);
   if (!function || !device || !bus || !domain) return std::nullopt;
   a.domain = *domain;
   a.bus = *bus;
@@ -89,7 +93,8 @@ std::vector<hwloc_obj_t> nvidia_gpus(hwloc_topology_t topology) {
     return std::make_tuple(static_cast<unsigned>(p.domain), static_cast<unsigned>(p.bus),
                            static_cast<unsigned>(p.dev), static_cast<unsigned>(p.func));
   };
-  std::sort(gpus.begin(), gpus.end(), [&](hwloc_obj_t a, hwloc_obj_t b) { return key(a) < key(b); });
+  std::sort(gpus.begin(), gpus.end(),
+            [&](hwloc_obj_t a, hwloc_obj_t b) { return key(a) < key(b); });
   return gpus;
 }
 
@@ -99,8 +104,22 @@ hwloc_obj_t locality_of(hwloc_topology_t topology, hwloc_obj_t io_object) {
 }
 
 int single_numa_node(hwloc_obj_t obj) {
-  if (obj == nullptr || obj->nodeset == nullptr || hwloc_bitmap_weight(obj->nodeset) != 1) return -1;
+  if (obj == nullptr || obj->nodeset == nullptr || hwloc_bitmap_weight(obj->nodeset) != 1)
+    return -1;
   return hwloc_bitmap_first(obj->nodeset);
+}
+
+std::string numa_list(hwloc_topology_t topology, hwloc_const_cpuset_t cpus) {
+  std::string out;
+  if (cpus == nullptr) return out;
+  for (hwloc_obj_t numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, nullptr);
+       numa != nullptr; numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa)) {
+    if (numa->cpuset != nullptr && hwloc_bitmap_intersects(numa->cpuset, cpus)) {
+      if (!out.empty()) out += ',';
+      out += std::to_string(numa->os_index);
+    }
+  }
+  return out;
 }
 
 }  // namespace shakedown::hwloc_util

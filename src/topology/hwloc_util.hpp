@@ -45,5 +45,7 @@ std::vector<hwloc_obj_t> nvidia_gpus(hwloc_topology_t topology);
 hwloc_obj_t locality_of(hwloc_topology_t topology, hwloc_obj_t io_object);
 // os index of the single NUMA node in obj's nodeset; -1 when none or several.
 int single_numa_node(hwloc_obj_t obj);
+// NUMA nodes (os indices, "0,1") whose CPUs intersect `cpus`; "" for none.
+std::string numa_list(hwloc_topology_t topology, hwloc_const_cpuset_t cpus);
 
 }  // namespace shakedown::hwloc_util

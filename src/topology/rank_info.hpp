@@ -56,7 +56,7 @@ struct NodeInventory {
   std::uint64_t memory_bytes = 0;
   std::string os, kernel;
   std::vector<GpuInfo> gpus;
-  std::string gpu_note;  // why gpus is empty ("built without CUDA", "CUDA: <error>; hwloc sees ...")
+  std::string gpu_note;  // why gpus is empty: "built without CUDA", "CUDA: <error>; hwloc sees..."
   std::vector<NicInfo> nics;
   std::string gpu_driver;  // "" unknown
   // library versions as topology/versions.hpp reports them ("not built", "unavailable (why)")

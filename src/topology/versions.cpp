@@ -59,7 +59,8 @@ std::string mpi_version() {
 
 std::string hdf5_version() {
   unsigned major = 0, minor = 0, release = 0;
-  if (H5get_libversion(&major, &minor, &release) < 0) return "unavailable (H5get_libversion failed)";
+  if (H5get_libversion(&major, &minor, &release) < 0)
+    return "unavailable (H5get_libversion failed)";
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
 }
 
@@ -88,12 +89,14 @@ LibraryVersions library_versions() {
   v.cuda_built = true;
   int nccl = 0;
   const ncclResult_t nccl_rc = ncclGetVersion(&nccl);
-  v.nccl = nccl_rc == ncclSuccess ? nccl_version_string(nccl)
-                                  : std::string("unavailable (") + ncclGetErrorString(nccl_rc) + ")";
+  v.nccl = nccl_rc == ncclSuccess
+               ? nccl_version_string(nccl)
+               : std::string("unavailable (") + ncclGetErrorString(nccl_rc) + ")";
   int runtime = 0;
   const cudaError_t rt_rc = cudaRuntimeGetVersion(&runtime);
-  v.cuda_runtime = rt_rc == cudaSuccess ? cuda_version_string(runtime)
-                                        : std::string("unavailable (") + cudaGetErrorString(rt_rc) + ")";
+  v.cuda_runtime = rt_rc == cudaSuccess
+                       ? cuda_version_string(runtime)
+                       : std::string("unavailable (") + cudaGetErrorString(rt_rc) + ")";
   // Without a driver cudaDriverGetVersion succeeds and reports 0.
   int driver = 0;
   const cudaError_t drv_rc = cudaDriverGetVersion(&driver);

@@ -43,7 +43,9 @@ TEST(Context, SplitsAreConsistent) {
   EXPECT_EQ(llo, local);
   EXPECT_EQ(lhi, local);
   EXPECT_EQ(comm_rank(ctx.rail()), ctx.node_index());
-  if (ctx.ranks_per_node() > 0) EXPECT_EQ(comm_size(ctx.rail()), ctx.node_count());
+  if (ctx.ranks_per_node() > 0) {
+    EXPECT_EQ(comm_size(ctx.rail()), ctx.node_count());
+  }
 
   const int hosts = env_int("SHAKEDOWN_TEST_EXPECT_HOSTS", 1);
   EXPECT_EQ(ctx.host_count(), hosts);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Print what a shakedown run file holds: root attributes, ranks, placement checks, clock offsets.
+
+Usage:
+    scripts/analyze.py RUN.h5            (a finished run, or RUN.h5.partial of a running/dead one)
+
+The file is plain HDF5 (schema in src/record/schema.hpp); load the tables yourself like this:
+
+    import h5py, pandas as pd
+    with h5py.File("run.h5", "r") as f:
+        meta = dict(f.attrs)                                   # status, world_size, ...
+        ranks = pd.DataFrame(f["/topology/ranks"][()])         # one row per rank
+        ranks = ranks.apply(lambda c: c.str.decode("utf-8") if c.dtype == object else c)
+        gpus = pd.DataFrame(f["/inventory/gpus"][()])          # node_index + GPU fields
+        offsets = f["/clock/offset_us"][()]                    # numpy array [world]
+        t = f["/collectives/world/all_reduce/time_us"][()]     # [sizes, iters, world]
+
+Needs h5py and pandas. If the file system lacks flock: HDF5_USE_FILE_LOCKING=FALSE.
+"""
+import os
+import sys
+
+os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # never block (or be blocked by) rank 0
+
+try:
+    import h5py
+    import numpy as np
+    import pandas as pd
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    sys.exit(f"analyze.py: needs h5py and pandas ({exc}); install python3-h5py python3-pandas")
+
+
+def text(value):
+    """HDF5 strings come back as bytes (datasets) or str (attributes); give str."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return text(value[()])
+    return value
+
+
+def table(f, path):
+    """A compound dataset as a DataFrame with str columns, or None when the run did not write it."""
+    if path not in f:
+        return None
+    frame = pd.DataFrame(f[path][()])
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            frame[name] = frame[name].map(text)
+    return frame
+
+
+def section(title):
+    print(f"\n== {title} ==")
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) == 2 else 2
+    path = argv[1]
+    if not os.path.exists(path):
+        hint = f" (still running or died? try {path}.partial)" if os.path.exists(path + ".partial") else ""
+        print(f"analyze.py: run file '{path}' does not exist{hint}", file=sys.stderr)
+        return 2
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        print(f"analyze.py: cannot open '{path}' as HDF5: {exc}", file=sys.stderr)
+        return 2
+    with f:
+        if "schema_version" not in f.attrs:
+            print(f"analyze.py: '{path}' is not a shakedown run file (no schema_version)",
+                  file=sys.stderr)
+            return 2
+
+        section(f"run {path}")
+        for key in f.attrs:
+            value = text(f.attrs[key])
+            if key == "config_yaml":
+                value = f"<{len(value)} characters of YAML>"
+            print(f"{key:>18}: {value}")
+
+        pd.set_option("display.width", 200)
+        pd.set_option("display.max_columns", 40)
+        pd.set_option("display.max_rows", 200)
+
+        section("ranks (/topology/ranks)")
+        ranks = table(f, "/topology/ranks")
+        print("not written" if ranks is None else ranks.to_string(index=False))
+
+        section("placement checks (/topology/placement_checks)")
+        checks = table(f, "/topology/placement_checks")
+        if checks is None:
+            print("not written")
+        elif checks.empty:
+            print("none")
+        else:
+            print(checks.to_string(index=False))
+
+        section("clock (/clock)")
+        if "/clock/offset_us" in f:
+            clock = pd.DataFrame({"offset_us": f["/clock/offset_us"][()]})
+            if "/clock/rtt_us" in f:
+                clock["rtt_us"] = f["/clock/rtt_us"][()]
+            clock.index.name = "rank"
+            print(clock.to_string())
+        else:
+            print("not written")
+
+        section("datasets")
+        f.visititems(lambda name, obj: print(f"/{name} {obj.shape} {obj.dtype}")
+                     if isinstance(obj, h5py.Dataset) else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -29,7 +29,9 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items) {
 }
 
 // Ranks other than 0 stay quiet about errors every rank hits identically (bad flags, bad config).
-bool speaks() { return shakedown::launcher_rank() == 0; }
+bool speaks() {
+  return shakedown::launcher_rank() == 0;
+}
 
 }  // namespace
 
@@ -45,11 +47,14 @@ int main(int argc, char** argv) {
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run the pipeline and write one HDF5 file");
-  run_cmd->add_option("--config", run.config_path, "YAML config (default: built-in = configs/smoke.yaml)")
+  run_cmd
+      ->add_option("--config", run.config_path,
+                   "YAML config (default: built-in = configs/smoke.yaml)")
       ->check(CLI::ExistingFile);
   run_cmd->add_option("--out", run.out, "Output file (default: <output.dir>/<UTC timestamp>.h5)");
-  run_cmd->add_option("--virtual-nodes", run.virtual_nodes,
-                      "Split each host's ranks into N pretend nodes")
+  run_cmd
+      ->add_option("--virtual-nodes", run.virtual_nodes,
+                   "Split each host's ranks into N pretend nodes")
       ->check(CLI::Range(0, 4096));
   std::vector<std::string> phases;
   run_cmd->add_option("--phases", phases,
@@ -60,7 +65,8 @@ int main(int argc, char** argv) {
                       "Plant a fault for self-test: stall:rank=R,phase=P[,seconds=S]");
 
   TopoOptions topo;
-  auto* topo_cmd = app.add_subcommand("topo", "Print where every rank sits and the placement checks");
+  auto* topo_cmd =
+      app.add_subcommand("topo", "Print where every rank sits and the placement checks");
   topo_cmd->add_option("--config", topo.config_path, "YAML config")->check(CLI::ExistingFile);
   topo_cmd->add_option("--virtual-nodes", topo.virtual_nodes, "Pretend nodes per host")
       ->check(CLI::Range(0, 4096));
@@ -69,14 +75,17 @@ int main(int argc, char** argv) {
   PlanOptions plan;
   auto* plan_cmd =
       app.add_subcommand("plan", "Print an Open MPI rankfile, mpirun line and srun options");
-  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")->required()->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")
+      ->required()
+      ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--ranks-per-node", plan.ranks_per_node, "Ranks (GPUs) per node")
       ->required()
       ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--hosts", plan.hosts_file, "Hostfile (one host per line, Open MPI syntax)")
       ->check(CLI::ExistingFile);
-  plan_cmd->add_option("--topology-xml", plan.topology_xml,
-                       "Node topology saved with `lstopo --of xml` (default: this machine)")
+  plan_cmd
+      ->add_option("--topology-xml", plan.topology_xml,
+                   "Node topology saved with `lstopo --of xml` (default: this machine)")
       ->check(CLI::ExistingFile);
 
   std::string summary_path;

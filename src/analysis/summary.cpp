@@ -28,8 +28,8 @@ Verdict compute_verdict(const RunFile& file) {
       v.headline += (i ? ", " : " ") + v.failed[i].name;
     }
   } else {
-    v.headline = v.warned.empty() ? "PASS" : "PASS with " + std::to_string(v.warned.size()) +
-                                                 " warning(s)";
+    v.headline =
+        v.warned.empty() ? "PASS" : "PASS with " + std::to_string(v.warned.size()) + " warning(s)";
   }
   return v;
 }

@@ -8,13 +8,13 @@
 namespace shakedown {
 
 struct RunOptions {
-  std::string config_path;                 // "" = built-in defaults (= configs/smoke.yaml)
-  std::string out;                         // "" = output.file or <output.dir>/<UTC timestamp>.h5
-  std::optional<int> virtual_nodes;        // --virtual-nodes
-  std::vector<std::string> phases;         // --phases (split on commas)
-  std::vector<std::string> sets;           // --set key.path=value
-  std::vector<std::string> injects;        // --inject SPEC
-  std::string command_line;                // as typed, for the record
+  std::string config_path;           // "" = built-in defaults (= configs/smoke.yaml)
+  std::string out;                   // "" = output.file or <output.dir>/<UTC timestamp>.h5
+  std::optional<int> virtual_nodes;  // --virtual-nodes
+  std::vector<std::string> phases;   // --phases (split on commas)
+  std::vector<std::string> sets;     // --set key.path=value
+  std::vector<std::string> injects;  // --inject SPEC
+  std::string command_line;          // as typed, for the record
 };
 
 int run_command(const RunOptions& options, int* argc, char*** argv);

@@ -47,7 +47,8 @@ InitGuard::InitGuard(double seconds) : state_(std::make_unique<State>()) {
     gethostname(host, sizeof host - 1);
     std::fprintf(stderr,
                  "shakedown: TIMEOUT: rank %d (host %s): start-up (MPI initialisation, context "
-                 "setup, output file) did not finish within timeouts.init_s = %.0f s; some ranks never started or cannot "
+                 "setup, output file) did not finish within timeouts.init_s = %.0f s; some ranks "
+                 "never started or cannot "
                  "reach each other (check the launcher, hostfile and network)\n",
                  launcher_rank(), host, seconds);
     std::fflush(stderr);
@@ -65,6 +66,8 @@ void InitGuard::disarm() {
   if (state_->thread.joinable()) state_->thread.join();
 }
 
-InitGuard::~InitGuard() { disarm(); }
+InitGuard::~InitGuard() {
+  disarm();
+}
 
 }  // namespace shakedown

@@ -113,7 +113,8 @@ void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, R
   });
 
   watchdog.step("topology");
-  RankInfo mine = discover_rank(ctx.rank(), ctx.node_index(), ctx.local_rank(), ctx.local_size());
+  RankInfo mine = discover_rank(ctx.rank(), ctx.node_index(), ctx.local_rank(), ctx.local_size(),
+                                ctx.host_local_rank());
   std::vector<RankInfo> ranks = recorder.gather(mine);
   recorder.write([&](RunWriter& w) {
     PlacementOptions opts;
@@ -156,8 +157,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   validate_faults(fault_list, ctx.world_size(), config.phases);
 
   const std::string started = utc_now_iso8601();
-  const std::filesystem::path out =
-      bcast_string(ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
+  const std::filesystem::path out = bcast_string(
+      ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
   RunMeta meta;
   meta.schema_version = schema::kSchemaVersion;
   meta.shakedown_version = std::string(SHAKEDOWN_VERSION) + "+" + SHAKEDOWN_GIT_HASH;

@@ -34,7 +34,8 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
                      .poll_s = 0.05},
                     names, nullptr);
   watchdog.step("topology");
-  RankInfo mine = discover_rank(ctx.rank(), ctx.node_index(), ctx.local_rank(), ctx.local_size());
+  RankInfo mine = discover_rank(ctx.rank(), ctx.node_index(), ctx.local_rank(), ctx.local_size(),
+                                ctx.host_local_rank());
   std::vector<RankInfo> ranks = gather_records(ctx.world(), 0, mine);
   int code = 0;
   if (ctx.is_root()) {

@@ -36,7 +36,8 @@ class Recorder {
   // closes the file, so a phase's data is safe once its write returns.
   void write(const std::function<void(RunWriter&)>& fn);
 
-  // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op elsewhere.
+  // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
+  // elsewhere.
   void finish(const std::string& status);
   // From any thread on rank 0: record the reason and mark the file aborted. Gives up (returning
   // false) if the writer stays busy, rather than deadlocking a hung run.

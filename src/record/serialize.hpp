@@ -21,12 +21,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuInfo, index, name, uuid, pci_bus_id, memor
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NicInfo, name, kind, numa_node, pci_bus_id)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, node_index, local_rank, local_size, hostname,
                                    cpus, cpu_count, node_cores, node_pus, numa, gpu_count,
-                                   gpu_index, gpu, gpu_note, nics, nic, slurm_job_id,
-                                   slurm_node_id, slurm_local_id, slurm_procid,
-                                   slurm_topology_addr, slurm_topology_pattern)
+                                   gpu_index, gpu, gpu_note, nics, nic, slurm_job_id, slurm_node_id,
+                                   slurm_local_id, slurm_procid, slurm_topology_addr,
+                                   slurm_topology_pattern)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeInventory, node_index, hostname, cpu_model, sockets, cores,
-                                   pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note,
-                                   nics, gpu_driver, mpi_version, nccl_version, cuda_runtime_version,
+                                   pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note, nics,
+                                   gpu_driver, mpi_version, nccl_version, cuda_runtime_version,
                                    cuda_driver_version, hdf5_version, ucx_version, hwloc_version,
                                    openblas_version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckResult, name, status, reason)

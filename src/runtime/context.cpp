@@ -48,8 +48,8 @@ Layout compute_layout(const std::vector<int>& host_leader_of_rank, int virtual_n
                              ? hostnames[static_cast<std::size_t>(leader)]
                              : "host " + std::to_string(h);
       throw UsageError("topology.virtual_nodes: " + std::to_string(v) +
-                       " pretend nodes do not divide the " + std::to_string(size) +
-                       " ranks on " + host + " (ranks from " + std::to_string(leader) +
+                       " pretend nodes do not divide the " + std::to_string(size) + " ranks on " +
+                       host + " (ranks from " + std::to_string(leader) +
                        "); launch a multiple of " + std::to_string(v) +
                        " ranks per host or change --virtual-nodes");
     }
@@ -64,6 +64,7 @@ Layout compute_layout(const std::vector<int>& host_leader_of_rank, int virtual_n
     out.local_rank_of_rank[r] = host_local[r] % per_node;
   }
   out.node_count = out.host_count * v;
+  out.host_local_rank_of_rank = host_local;
 
   std::vector<int> node_size(static_cast<std::size_t>(out.node_count), 0);
   for (int node : out.node_of_rank) ++node_size[static_cast<std::size_t>(node)];

@@ -15,6 +15,7 @@ struct Layout {
   std::vector<int> host_of_rank;        // host index (shared-memory domain), ordered by lowest rank
   std::vector<int> node_of_rank;        // node index (host, or virtual node of a host)
   std::vector<int> local_rank_of_rank;  // rank within its node, ordered by world rank
+  std::vector<int> host_local_rank_of_rank;  // rank within its host (differs with virtual nodes)
   int host_count = 0;
   int node_count = 0;
   int ranks_per_node = 0;  // 0 when nodes differ in size
@@ -39,6 +40,10 @@ class Context {
   int host_count() const { return layout_.host_count; }
   int ranks_per_node() const { return layout_.ranks_per_node; }
   int local_size() const { return comm_size(node_.get()); }
+  // Index among the ranks of this host: the GPU slot, also with virtual nodes.
+  int host_local_rank() const {
+    return layout_.host_local_rank_of_rank[static_cast<std::size_t>(rank_)];
+  }
   // Pretend nodes per host, 0 when nodes are real shared-memory domains.
   int virtual_nodes() const { return virtual_nodes_; }
   bool is_root() const { return rank_ == 0; }

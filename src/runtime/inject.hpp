@@ -9,11 +9,11 @@
 namespace shakedown {
 
 struct FaultSpec {
-  std::string kind;   // stall (this issue); corrupt, sdc ... as later phases add them
-  int rank = 0;       // the rank that misbehaves
-  std::string phase;  // the phase in which it does
+  std::string kind;              // stall (this issue); corrupt, sdc ... as later phases add them
+  int rank = 0;                  // the rank that misbehaves
+  std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
-  std::string text;   // the spec as written, for messages and the record
+  std::string text;              // the spec as written, for messages and the record
 };
 
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.

@@ -11,8 +11,9 @@ void mpi_check(int rc, const char* expr, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
-  throw RuntimeFault("MPI error in " + std::string(expr) + " at " + file + ":" + std::to_string(line) +
-                     ": " + std::string(text, static_cast<std::size_t>(len)));
+  throw RuntimeFault("MPI error in " + std::string(expr) + " at " + file + ":" +
+                     std::to_string(line) + ": " +
+                     std::string(text, static_cast<std::size_t>(len)));
 }
 
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
@@ -61,8 +62,12 @@ CommHandle& CommHandle::operator=(CommHandle&& other) noexcept {
   return *this;
 }
 
-int CommHandle::rank() const { return comm_rank(comm_); }
-int CommHandle::size() const { return comm_size(comm_); }
+int CommHandle::rank() const {
+  return comm_rank(comm_);
+}
+int CommHandle::size() const {
+  return comm_size(comm_);
+}
 
 CommHandle comm_dup(MPI_Comm comm) {
   MPI_Comm out = MPI_COMM_NULL;
@@ -99,7 +104,8 @@ std::vector<int> displacements(const std::vector<int>& counts, int* total) {
     displs[i] = static_cast<int>(sum);
     sum += counts[i];
   }
-  if (sum > 0x7fffffff) throw RuntimeFault("gathered records exceed 2 GiB; too many ranks for one gather");
+  if (sum > 0x7fffffff)
+    throw RuntimeFault("gathered records exceed 2 GiB; too many ranks for one gather");
   *total = static_cast<int>(sum);
   return displs;
 }
@@ -151,16 +157,6 @@ std::string bcast_string(MPI_Comm comm, int root, std::string value) {
     SD_MPI_CHECK(MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, root, comm));
   }
   return value;
-}
-
-std::string mpi_library_version() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "unknown";
-  std::string s(text, static_cast<std::size_t>(len));
-  auto nl = s.find_first_of("\n,");
-  if (nl != std::string::npos) s.resize(nl);
-  return s;
 }
 
 }  // namespace shakedown

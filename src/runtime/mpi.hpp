@@ -66,7 +66,4 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& min
 // `root`'s value ends up on every rank.
 std::string bcast_string(MPI_Comm comm, int root, std::string value);
 
-// Human-readable MPI library version (first line of MPI_Get_library_version).
-std::string mpi_library_version();
-
 }  // namespace shakedown

@@ -239,7 +239,8 @@ void Watchdog::run_root() {
     // Steps every rank has left are of no further interest.
     seen.erase(seen.begin(), seen.lower_bound(behind));
     std::map<std::int64_t, StepSeen> steps;
-    for (const auto& [seq, s] : seen) steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    for (const auto& [seq, s] : seen)
+      steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
     StallReport report = assess_positions(positions, rank_names_, steps);
     if (report.stalled && !stopping) abort_run(report.message);
     if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {

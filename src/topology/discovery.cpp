@@ -406,7 +406,7 @@ std::string nearest_nic(const HwlocTopology& topology, std::string_view gpu_pci_
 }
 
 RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, int local_rank,
-                       int local_size) {
+                       int local_size, int gpu_slot) {
   if (rank < 0 || node_index < 0 || local_rank < 0 || local_size < 1 || local_rank >= local_size) {
     throw InternalError("discover_rank: inconsistent placement rank=" + std::to_string(rank) +
                         " node_index=" + std::to_string(node_index) + " local_rank=" +
@@ -431,7 +431,7 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
   CudaDevices cuda = cuda_devices();
   r.gpu_count = static_cast<int>(cuda.gpus.size());
   if (r.gpu_count > 0) {
-    r.gpu_index = local_rank % r.gpu_count;
+    r.gpu_index = (gpu_slot >= 0 ? gpu_slot : local_rank) % r.gpu_count;
     r.gpu = cuda.gpus[static_cast<std::size_t>(r.gpu_index)];
     fill_locality(topo, r.gpu);
   } else {
@@ -450,9 +450,9 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
   return r;
 }
 
-RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size) {
+RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size, int gpu_slot) {
   const HwlocTopology topology = HwlocTopology::this_machine();
-  return discover_rank(topology, rank, node_index, local_rank, local_size);
+  return discover_rank(topology, rank, node_index, local_rank, local_size, gpu_slot);
 }
 
 NodeInventory discover_node(const HwlocTopology& topology, int node_index) {

@@ -12,12 +12,14 @@
 
 namespace shakedown {
 
-// This rank, on this machine's live hwloc topology. The rank uses GPU local_rank % gpu_count.
-RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size);
+// This rank, on this machine's live hwloc topology. The rank uses GPU gpu_slot % gpu_count, where
+// gpu_slot is its index among the ranks of its host (-1: local_rank). They differ only with
+// virtual nodes, where pretend nodes of one host must not pick the same GPUs.
+RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size, int gpu_slot = -1);
 // Same, against a given topology (tests load a saved XML). Hostname, CPU binding, CUDA and Slurm
 // always come from the running process.
 RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, int local_rank,
-                       int local_size);
+                       int local_size, int gpu_slot = -1);
 
 // This node's inventory (call on one rank per node).
 NodeInventory discover_node(int node_index);

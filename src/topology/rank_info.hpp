@@ -8,9 +8,9 @@
 namespace shakedown {
 
 struct GpuInfo {
-  int index = -1;         // CUDA device ordinal as this rank sees it
-  std::string name;       // e.g. "NVIDIA H200"
-  std::string uuid;       // "GPU-..." when known
+  int index = -1;          // CUDA device ordinal as this rank sees it
+  std::string name;        // e.g. "NVIDIA H200"
+  std::string uuid;        // "GPU-..." when known
   std::string pci_bus_id;  // "0000:18:00.0"
   std::uint64_t memory_bytes = 0;
   int numa_node = -1;  // NUMA node local to the GPU, -1 unknown
@@ -31,17 +31,17 @@ struct RankInfo {
   int local_rank = 0;
   int local_size = 1;
   std::string hostname;
-  std::string cpus;       // bound cpuset as a list string, e.g. "0-3"
-  int cpu_count = 0;      // CPUs in the bound set
-  int node_cores = 0;     // physical cores on the host
-  int node_pus = 0;       // hardware threads on the host
-  std::string numa;       // NUMA node(s) the bound CPUs belong to, e.g. "0" or "0,1"
-  int gpu_count = 0;      // GPUs this rank can see
-  int gpu_index = -1;     // the GPU this rank uses (local_rank % gpu_count), -1 none
-  GpuInfo gpu;            // details of that GPU
-  std::string gpu_note;   // why there is no GPU ("built without CUDA", "no CUDA driver"...)
+  std::string cpus;           // bound cpuset as a list string, e.g. "0-3"
+  int cpu_count = 0;          // CPUs in the bound set
+  int node_cores = 0;         // physical cores on the host
+  int node_pus = 0;           // hardware threads on the host
+  std::string numa;           // NUMA node(s) the bound CPUs belong to, e.g. "0" or "0,1"
+  int gpu_count = 0;          // GPUs this rank can see
+  int gpu_index = -1;         // the GPU this rank uses (local_rank % gpu_count), -1 none
+  GpuInfo gpu;                // details of that GPU
+  std::string gpu_note;       // why there is no GPU ("built without CUDA", "no CUDA driver"...)
   std::vector<NicInfo> nics;  // NICs of the node (hwloc OS devices)
-  std::string nic;        // the NIC nearest this rank's GPU (or CPUs), "" none
+  std::string nic;            // the NIC nearest this rank's GPU (or CPUs), "" none
   // Slurm, when launched by srun (empty otherwise)
   std::string slurm_job_id, slurm_node_id, slurm_local_id, slurm_procid, slurm_topology_addr,
       slurm_topology_pattern;
@@ -75,10 +75,14 @@ struct CheckResult {
 
 inline const char* to_string(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "warn";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kSkip: return "skip";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kSkip:
+      return "skip";
   }
   return "?";
 }

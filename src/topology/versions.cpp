@@ -51,8 +51,9 @@ std::string mpi_version() {
     return "unavailable (MPI_Get_library_version failed)";
   }
   std::string text(buffer, static_cast<std::size_t>(length > 0 ? length : 0));
-  const auto newline = text.find('\n');
-  if (newline != std::string::npos) text.resize(newline);
+  // "Open MPI v4.1.4, package: Debian OpenMPI, ident: ...": the first clause names the version.
+  const auto end = text.find_first_of("\n,");
+  if (end != std::string::npos) text.resize(end);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\0')) text.pop_back();
   return text;
 }

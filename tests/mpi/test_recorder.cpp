@@ -1,8 +1,8 @@
 // Recorder: per-rank rows gathered to rank 0, written with serial HDF5, read back.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <unistd.h>
+#include <filesystem>
 
 #include "record/reader.hpp"
 #include "record/recorder.hpp"

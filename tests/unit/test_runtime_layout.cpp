@@ -36,6 +36,8 @@ TEST(Layout, TwoHostsTimesTwoVirtualNodes) {
   EXPECT_EQ(l.node_count, 4);
   EXPECT_EQ(l.node_of_rank, (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
   EXPECT_EQ(l.local_rank_of_rank, (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1}));
+  // GPU slots count across the pretend nodes of a host, so they do not pick the same GPUs.
+  EXPECT_EQ(l.host_local_rank_of_rank, (std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}));
 }
 
 TEST(Layout, UnevenNodesHaveNoRanksPerNode) {

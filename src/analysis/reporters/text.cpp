@@ -37,7 +37,9 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string or_dash(const std::string& s) {
+  return s.empty() ? "-" : s;
+}
 
 std::string gib(std::uint64_t bytes) {
   char buf[32];
@@ -128,9 +130,9 @@ std::string format_run_meta(const RunMeta& m) {
   os << "  status:      " << m.status << '\n'
      << "  started:     " << m.started_utc << "   finished: " << or_dash(m.finished_utc) << '\n'
      << "  ranks:       " << m.world_size << " on " << m.node_count << " nodes"
-     << (m.virtual_nodes > 1 ? " (virtual: " + std::to_string(m.virtual_nodes) +
-                                   " pretend nodes per host)"
-                             : "")
+     << (m.virtual_nodes > 1
+             ? " (virtual: " + std::to_string(m.virtual_nodes) + " pretend nodes per host)"
+             : "")
      << '\n'
      << "  backend:     " << or_dash(m.backend) << '\n'
      << "  shakedown:   " << m.shakedown_version << " (schema " << m.schema_version << ")\n"
@@ -140,6 +142,7 @@ std::string format_run_meta(const RunMeta& m) {
 
 std::string format_clock(const std::vector<double>& offset_us, const std::vector<double>& rtt_us) {
   if (offset_us.empty()) return "  (not measured)\n";
+  if (offset_us.size() == 1) return "  one rank: nothing to align\n";
   std::size_t worst = 0;
   for (std::size_t r = 1; r < offset_us.size(); ++r) {
     if (std::fabs(offset_us[r]) > std::fabs(offset_us[worst])) worst = r;

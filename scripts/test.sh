@@ -12,7 +12,6 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_WERROR=ON \
   -DSHAKEDOWN_CUDA=AUTO
 cmake --build "$build" -j "$jobs"
 cd "$build"
-# MPI and e2e tests oversubscribe the cores on purpose; run them one at a time so timeouts
-# measure shakedown, not the neighbour test.
-ctest --output-on-failure -L unit -j "$jobs" --timeout 120 "$@"
-ctest --output-on-failure -LE unit --timeout 300 "$@"
+# Unit tests run in parallel; MPI and e2e tests are marked RUN_SERIAL (they oversubscribe the
+# cores and measure time-outs), so ctest runs them alone.
+ctest --output-on-failure -j "$jobs" "$@"

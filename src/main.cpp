@@ -3,10 +3,10 @@
 
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "app/app.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 
 namespace {
 
@@ -14,18 +14,6 @@ std::string join_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
   return s;
-}
-
-std::vector<std::string> split_commas(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      if (!part.empty()) out.push_back(part);
-    }
-  }
-  return out;
 }
 
 // Ranks other than 0 stay quiet about errors every rank hits identically (bad flags, bad config).
@@ -47,27 +35,28 @@ int main(int argc, char** argv) {
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run the pipeline and write one HDF5 file");
-  run_cmd
-      ->add_option("--config", run.config_path,
-                   "YAML config (default: built-in = configs/smoke.yaml)")
-      ->check(CLI::ExistingFile);
+  // No CLI11 existence check on config files: a file missing on one node must be reported by
+  // every rank alike once MPI is up, not kill that rank before it starts.
+  run_cmd->add_option("--config", run.config_path,
+                      "YAML config (default: built-in = configs/smoke.yaml)");
   run_cmd->add_option("--out", run.out, "Output file (default: <output.dir>/<UTC timestamp>.h5)");
   run_cmd
       ->add_option("--virtual-nodes", run.virtual_nodes,
                    "Split each host's ranks into N pretend nodes")
       ->check(CLI::Range(0, 4096));
-  std::vector<std::string> phases;
-  run_cmd->add_option("--phases", phases,
+  run_cmd->add_option("--phases", run.phases,
                       "Comma-separated phases to run (inventory,linkscan,collectives,gemm,train,"
-                      "checkpoint), in pipeline order");
+                      "checkpoint), in pipeline order")
+      ->delimiter(',');
   run_cmd->add_option("--set", run.sets, "Override a config key: key.path=value (repeatable)");
   run_cmd->add_option("--inject", run.injects,
-                      "Plant a fault for self-test: stall:rank=R,phase=P[,seconds=S]");
+                      "Plant a fault for self-test: stall:rank=R,phase=P[,seconds=S] (rank R "
+                      "sleeps before phase P) or fail:rank=R,phase=P (rank R fails there)");
 
   TopoOptions topo;
   auto* topo_cmd =
       app.add_subcommand("topo", "Print where every rank sits and the placement checks");
-  topo_cmd->add_option("--config", topo.config_path, "YAML config")->check(CLI::ExistingFile);
+  topo_cmd->add_option("--config", topo.config_path, "YAML config");
   topo_cmd->add_option("--virtual-nodes", topo.virtual_nodes, "Pretend nodes per host")
       ->check(CLI::Range(0, 4096));
   topo_cmd->add_option("--set", topo.sets, "Override a config key: key.path=value");
@@ -112,7 +101,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*run_cmd) {
-      run.phases = split_commas(phases);
       run.command_line = join_args(argc, argv);
       return run_command(run, &argc, &argv);
     }

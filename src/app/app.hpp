@@ -39,7 +39,4 @@ int summary_command(const std::string& path);
 // --version text: version, git hash, compiled backends and library versions.
 std::string version_text();
 
-// Rank as the launcher announces it before MPI is up (Open MPI, PMIx, Slurm); 0 when unknown.
-int launcher_rank();
-
 }  // namespace shakedown

@@ -1,7 +1,5 @@
 #include "app/common.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -9,25 +7,23 @@
 #include <mutex>
 #include <thread>
 
-#include "app/app.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
+#include "topology/discovery.hpp"
 
 namespace shakedown {
 
 Config load_run_config(const std::string& config_path, const std::vector<std::string>& sets) {
-  if (config_path.empty()) {
-    // Built-in defaults equal configs/smoke.yaml; overrides still go through validation.
-    return default_config(sets);
-  }
-  return load_config_file(config_path, sets);
+  return config_path.empty() ? default_config(sets) : load_config_file(config_path, sets);
 }
 
-int launcher_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(var)) return std::atoi(v);
+double peek_init_timeout(const std::string& config_path, const std::vector<std::string>& sets) {
+  try {
+    return load_run_config(config_path, sets).timeouts.init_s;
+  } catch (const std::exception&) {
+    return TimeoutsConfig{}.init_s;  // the error itself is reported once MPI is up
   }
-  return 0;
 }
 
 struct InitGuard::State {
@@ -38,19 +34,20 @@ struct InitGuard::State {
 };
 
 InitGuard::InitGuard(double seconds) : state_(std::make_unique<State>()) {
-  state_->thread = std::thread([s = state_.get(), seconds] {
+  // Read before the thread starts: MPI_Init may change the environment meanwhile.
+  const int rank = launcher_rank();
+  const std::string host = local_hostname();
+  state_->thread = std::thread([s = state_.get(), seconds, rank, host] {
     std::unique_lock lock(s->mutex);
     if (s->cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return s->disarmed; })) {
       return;
     }
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
     std::fprintf(stderr,
                  "shakedown: TIMEOUT: rank %d (host %s): start-up (MPI initialisation, context "
                  "setup, output file) did not finish within timeouts.init_s = %.0f s; some ranks "
-                 "never started or cannot "
-                 "reach each other (check the launcher, hostfile and network)\n",
-                 launcher_rank(), host, seconds);
+                 "never started or cannot reach each other (check the launcher, hostfile and "
+                 "network)\n",
+                 rank, host.c_str(), seconds);
     std::fflush(stderr);
     // MPI is not usable yet, so there is no MPI_Abort to call and no exception can reach main.
     std::_Exit(static_cast<int>(ExitCode::kRuntime));
@@ -66,8 +63,30 @@ void InitGuard::disarm() {
   if (state_->thread.joinable()) state_->thread.join();
 }
 
-InitGuard::~InitGuard() {
-  disarm();
+InitGuard::~InitGuard() { disarm(); }
+
+std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
+                                        Watchdog::AbortHook hook) {
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(ctx.world_size()));
+  for (int r = 0; r < ctx.world_size(); ++r) names.push_back(ctx.describe_rank(r));
+  Watchdog::Options options;
+  options.step_timeout_s = config.timeouts.phase_s;
+  options.run_timeout_s = config.timeouts.run_s;
+  return std::make_unique<Watchdog>(ctx.world(), options, std::move(names), std::move(hook));
+}
+
+RankInfo discover_this_rank(const Context& ctx) {
+  return discover_rank(ctx.rank(), ctx.node_index(), ctx.local_rank(), ctx.local_size(),
+                       ctx.host_local_rank());
+}
+
+PlacementOptions placement_options(const Context& ctx, const Config& config) {
+  PlacementOptions opts;
+  opts.allow_oversubscribe = config.topology.allow_oversubscribe;
+  opts.expected_gpus_per_node = config.topology.expected_gpus_per_node;
+  opts.virtual_nodes = ctx.virtual_nodes() > 1;
+  return opts;
 }
 
 }  // namespace shakedown

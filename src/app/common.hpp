@@ -5,14 +5,23 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "runtime/context.hpp"
+#include "runtime/watchdog.hpp"
+#include "topology/placement.hpp"
+#include "topology/rank_info.hpp"
 
 namespace shakedown {
 
-// Loads the config file (or the built-in defaults) with --set overrides, validated.
+// Loads the config file (or the built-in defaults = configs/smoke.yaml) with --set overrides.
+// Every rank calls it on its own copy; wrap it in agreed() so all ranks fail alike.
 Config load_run_config(const std::string& config_path, const std::vector<std::string>& sets);
 
-// Ends the process with `code` if MPI init and context setup take longer than `seconds`:
-// a launcher that never wires up the ranks must not hang the job silently.
+// timeouts.init_s of the config if it loads here, else the default: the start-up guard must run
+// before MPI exists, i.e. before the ranks can agree on a config error.
+double peek_init_timeout(const std::string& config_path, const std::vector<std::string>& sets);
+
+// Ends the process with exit 3 if start-up (MPI init, context, output file) takes longer than
+// `seconds`: a launcher that never wires up the ranks must not hang the job silently.
 class InitGuard {
  public:
   explicit InitGuard(double seconds);
@@ -25,5 +34,14 @@ class InitGuard {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// The watchdog for a run: step timeout timeouts.phase_s, whole run timeouts.run_s, ranks named
+// as the Context describes them.
+std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
+                                        Watchdog::AbortHook hook);
+
+// This rank's place and hardware, as discovery sees it from the Context's layout.
+RankInfo discover_this_rank(const Context& ctx);
+PlacementOptions placement_options(const Context& ctx, const Config& config);
 
 }  // namespace shakedown

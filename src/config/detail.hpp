@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/strings.hpp"
+
 namespace shakedown::config_detail {
 
 // Where a value was written, so every message can point at it: "smoke.yaml:12", or
@@ -24,19 +26,7 @@ struct Origin {
 // `"ten"` for messages: quoted, control bytes escaped, long text cut short.
 std::string in_quotes(std::string_view text);
 
-// "a, b or c": the accepted values for a message.
-std::string join_choices(const std::vector<std::string_view>& choices);
 
-// The candidate a typo most likely meant, if any is close enough to be worth suggesting.
-std::optional<std::string_view> closest_match(std::string_view word,
-                                              const std::vector<std::string_view>& candidates);
-
-// `; did you mean "iters"?` or "" when nothing is close.
-std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
-
-std::string_view trim(std::string_view text);
-std::string lowercase(std::string_view text);
-std::vector<std::string_view> split(std::string_view text, char separator);
 
 // Shortest text that reads back as exactly `value` ("0.93", "60", "1e-05").
 std::string format_real(double value);

@@ -251,14 +251,14 @@ std::string other_sections_with(std::string_view key, std::string_view except) {
   for (const SectionSpec& section : config_detail::sections()) {
     if (section.name != except && find_key(section, key) != nullptr) owners.push_back(section.name);
   }
-  return owners.empty() ? std::string() : config_detail::join_choices(owners);
+  return owners.empty() ? std::string() : join_choices(owners);
 }
 
 [[noreturn]] void unknown_key(const Origin& at, std::string_view parent, std::string_view key) {
   const SectionSpec* section = parent.empty() ? nullptr : find_section(parent);
   const Names known = section != nullptr ? key_names(*section) : top_level_names();
   std::string problem = "unknown key";
-  std::string hint = config_detail::did_you_mean(key, known);
+  std::string hint = did_you_mean(key, known);
   if (hint.empty()) {
     const std::string owners = other_sections_with(key, parent);
     if (!owners.empty()) {
@@ -268,7 +268,7 @@ std::string other_sections_with(std::string_view key, std::string_view except) {
   }
   problem += hint + " (accepted " +
              (parent.empty() ? "top-level keys" : "keys in " + std::string(parent)) + ": " +
-             config_detail::join_choices(known) + ")";
+             join_choices(known) + ")";
   const std::string path =
       parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
   fail(at, path, problem);
@@ -286,7 +286,7 @@ class Loader {
     if (!root.IsMap()) {
       fail(source.at(root), "",
            "is not a mapping: a config is a set of \"key: value\" sections (" +
-               config_detail::join_choices(top_level_names()) + "), " + got(root));
+               join_choices(top_level_names()) + "), " + got(root));
     }
     for_each_entry(root, "",
                    [&](const std::string& key, const Origin& at, const YAML::Node& value) {
@@ -300,7 +300,7 @@ class Loader {
     const std::string usage = "expected KEY.PATH=VALUE, e.g. --set collectives.iters=10";
     const auto equals = text.find('=');
     if (equals == std::string_view::npos) fail(at, "", "no '='; " + usage);
-    const std::string key(config_detail::trim(text.substr(0, equals)));
+    const std::string key(trim(text.substr(0, equals)));
     if (key.empty()) fail(at, "", "nothing before '='; " + usage);
     const std::string_view value_text = text.substr(equals + 1);
     check_text(value_text, source_);
@@ -312,7 +312,7 @@ class Loader {
     } catch (const YAML::Exception& error) {
       fail(at, key, "the value is not valid YAML: " + error.msg);
     }
-    const std::vector<std::string_view> parts = config_detail::split(key, '.');
+    const std::vector<std::string_view> parts = split(key, '.');
     for (std::string_view part : parts) {
       if (part.empty()) fail(at, key, "empty part in the key path; " + usage);
     }
@@ -400,7 +400,7 @@ class Loader {
     if (value.IsNull()) return;  // "gemm:" alone: the section keeps its defaults
     if (!value.IsMap()) {
       fail(at, key,
-           "must be a mapping of keys (" + config_detail::join_choices(key_names(*section)) +
+           "must be a mapping of keys (" + join_choices(key_names(*section)) +
                "), " + got(value));
     }
     for_each_entry(value, key,

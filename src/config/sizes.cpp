@@ -13,9 +13,6 @@ namespace shakedown {
 namespace {
 
 using config_detail::in_quotes;
-using config_detail::lowercase;
-using config_detail::split;
-using config_detail::trim;
 
 // No buffer, file or message shakedown makes needs more than this per rank; beyond it a value is
 // far more likely a typo ("1P", an extra zero) than a wish to allocate the node away.

@@ -1,20 +1,13 @@
 #include "runtime/context.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <climits>
 #include <map>
 
 #include "core/error.hpp"
+#include "core/host.hpp"
 
 namespace shakedown {
-
-std::string local_hostname() {
-  char buf[HOST_NAME_MAX + 1] = {};
-  if (gethostname(buf, sizeof buf) != 0) return "unknown";
-  return buf;
-}
 
 Layout compute_layout(const std::vector<int>& host_leader_of_rank, int virtual_nodes,
                       const std::vector<std::string>& hostnames) {

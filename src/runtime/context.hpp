@@ -72,6 +72,4 @@ class Context {
   double clock_offset_us_ = 0;
 };
 
-std::string local_hostname();
-
 }  // namespace shakedown

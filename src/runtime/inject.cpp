@@ -6,25 +6,20 @@
 
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall"};
+  static const std::vector<std::string> kKinds = {"stall", "fail"};
   return kKinds;
 }
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw UsageError("--inject " + std::string(spec) + ": " + why +
-                   ". Syntax: stall:rank=R,phase=P[,seconds=S] (kinds: " + join(fault_kinds()) +
+                   ". Syntax: KIND:rank=R,phase=P[,seconds=S] (kinds: " + join(fault_kinds()) +
                    ")");
 }
 

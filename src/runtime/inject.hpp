@@ -9,7 +9,10 @@
 namespace shakedown {
 
 struct FaultSpec {
-  std::string kind;              // stall (this issue); corrupt, sdc ... as later phases add them
+  // stall: sleep `seconds` before the phase; fail: throw a runtime fault at its start (checks
+  // that one rank's failure ends the job, named, with the file marked aborted). Later phases
+  // add their own kinds (corrupt, sdc ...).
+  std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout

@@ -21,8 +21,10 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int provided = MPI_THREAD_SINGLE;
   SD_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   owns_ = true;
-  SD_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();  // the destructor will not run for a constructor that throws
+    owns_ = false;
     throw RuntimeFault(
         "the MPI library does not provide MPI_THREAD_MULTIPLE (got level " +
         std::to_string(provided) +

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/error.hpp"
 #include "runtime/clock.hpp"
@@ -14,7 +15,8 @@
 namespace shakedown {
 
 namespace {
-constexpr int kTag = 7302;
+constexpr int kTag = 7302;      // PositionMessage
+constexpr int kFailTag = 7303;  // int exit code, then the failing rank's message
 constexpr std::size_t kMaxLabel = 240;
 constexpr std::int64_t kDoneSeq = -1;
 constexpr std::size_t kMaxNamed = 8;  // ranks named in one message before "and N more"
@@ -26,7 +28,8 @@ std::string format_seconds(double s) {
 }
 }  // namespace
 
-struct Watchdog::Message {
+// A rank's position as its watchdog thread reports it to rank 0.
+struct PositionMessage {
   std::int64_t seq;
   double timeout_s;
   char label[kMaxLabel];
@@ -55,9 +58,15 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
     report.message = os.str();
     return report;
   }
-  // The step the slowest ranks have not reached yet.
+  // The step the slowest ranks have not reached yet. They are overdue once it has waited longer
+  // than its own timeout and than the timeout of the step they are still in (a long step, e.g.
+  // a 600 s checkpoint write, is not cut short by a 300 s barrier after it).
   auto next = steps.upper_bound(behind);
-  if (next == steps.end() || next->second.since_s <= next->second.timeout_s) return report;
+  if (next == steps.end()) return report;
+  auto current = steps.find(behind);
+  const double limit_s = std::max(next->second.timeout_s,
+                                  current == steps.end() ? 0.0 : current->second.timeout_s);
+  if (next->second.since_s <= limit_s) return report;
   report.stalled = true;
   std::vector<int> between;  // neither the slowest nor the furthest: usually waiting on the slowest
   for (std::size_t r = 0; r < positions.size(); ++r) {
@@ -72,8 +81,8 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
   if (report.laggards.size() > kMaxNamed) {
     os << " and " << report.laggards.size() - kMaxNamed << " more ranks";
   }
-  os << " did not reach '" << next->second.label << "' within "
-     << format_seconds(next->second.timeout_s) << " (last at '" << lo->label << "'); "
+  os << " did not reach '" << next->second.label << "' within " << format_seconds(limit_s)
+     << " (last at '" << lo->label << "'); "
      << positions.size() - report.laggards.size() << " of " << positions.size()
      << " ranks got there";
   if (!between.empty()) {
@@ -88,9 +97,16 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
   return report;
 }
 
+void abort_job(ExitCode code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, static_cast<int>(code));
+  std::abort();  // MPI_Abort does not return
+}
+
 Watchdog::Watchdog(MPI_Comm world, Options options, std::vector<std::string> rank_names,
                    AbortHook hook)
-    : options_(options), rank_names_(std::move(rank_names)), hook_(std::move(hook)) {
+    : options_(std::move(options)), rank_names_(std::move(rank_names)), hook_(std::move(hook)) {
   comm_ = comm_dup(world);
   rank_ = comm_rank(comm_.get());
   size_ = comm_size(comm_.get());
@@ -111,14 +127,13 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::step(const std::string& label, double timeout_s) {
-  {
-    std::lock_guard lock(mutex_);
-    ++seq_;
-    label_ = label.substr(0, kMaxLabel - 1);
-    timeout_s_ = timeout_s;
-    step_started_us_ = now_us();
-  }
-  wake_.notify_all();
+  std::lock_guard lock(mutex_);
+  ++seq_;
+  label_ = label.substr(0, kMaxLabel - 1);
+  timeout_s_ = timeout_s;
+  step_started_us_ = now_us();
+  // No notify: the thread reports the latest position once per poll, so a thousand quick steps
+  // cost rank 0 a handful of messages, not a thousand.
 }
 
 void Watchdog::barrier(MPI_Comm comm, const std::string& label) {
@@ -136,41 +151,69 @@ void Watchdog::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Watchdog::abort_run(const std::string& message) {
+bool Watchdog::tripped() const {
+  std::lock_guard lock(mutex_);
+  return tripped_;
+}
+
+void Watchdog::fail(ExitCode code, const std::string& message) {
+  const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
+  const std::string reason = me + ": " + message;
+  std::fprintf(stderr, "shakedown: %s\n", reason.c_str());
+  std::fflush(stderr);
+  if (rank_ != 0) {
+    // Rank 0 owns the run file: tell it why, so it marks the file aborted before ending the job.
+    std::string payload(sizeof(int), '\0');
+    const int c = static_cast<int>(code);
+    std::memcpy(payload.data(), &c, sizeof c);
+    payload += reason;
+    if (MPI_Send(payload.data(), static_cast<int>(payload.size()), MPI_CHAR, 0, kFailTag,
+                 comm_.get()) == MPI_SUCCESS) {
+      // Rank 0 normally ends the job within a poll; if it is gone, end it from here.
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+    }
+  } else {
+    abort_run(code, reason, false);
+  }
+  abort_job(code);
+}
+
+void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
   std::call_once(abort_once_, [&] {
-    std::fprintf(stderr, "shakedown: TIMEOUT: %s\n", message.c_str());
-    std::fflush(stderr);
+    if (print) {
+      std::fprintf(stderr, "shakedown: %s\n", reason.c_str());
+      std::fflush(stderr);
+    }
     if (hook_) {
       try {
-        hook_(message);
+        hook_(reason);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "shakedown: could not record the abort: %s\n", e.what());
       }
     }
-    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitCode::kRuntime));
+    options_.abort_action(code);
+    std::lock_guard lock(mutex_);
+    tripped_ = true;
   });
-  std::abort();  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }
 
 void Watchdog::run_peer() {
   std::int64_t sent = -2;
   for (;;) {
-    Message msg{};
+    PositionMessage msg{};
     bool stopping = false;
-    bool abandon = false;
     double stuck_s = 0;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s),
-                     [&] { return stop_requested_ || seq_ != sent; });
+                     [&] { return stop_requested_; });
+      if (abandon_) return;
       stopping = stop_requested_;
-      abandon = abandon_;
       msg.seq = seq_;
       msg.timeout_s = timeout_s_;
       std::strncpy(msg.label, label_.c_str(), kMaxLabel - 1);
       stuck_s = (now_us() - step_started_us_) * 1e-6;
     }
-    if (abandon) return;
     if (msg.seq != sent) {
       if (MPI_Send(&msg, sizeof msg, MPI_BYTE, 0, kTag, comm_.get()) != MPI_SUCCESS) return;
       sent = msg.seq;
@@ -182,9 +225,12 @@ void Watchdog::run_peer() {
     }
     // Rank 0 normally ends a stalled run; if rank 0 itself is gone, leave on our own, later.
     if (stuck_s > 2 * msg.timeout_s + 30) {
-      abort_run(rank_names_[static_cast<std::size_t>(rank_)] + " made no progress at '" +
-                msg.label + "' for " + format_seconds(stuck_s) +
-                " and rank 0 did not end the run (rank 0 may be dead or hung)");
+      abort_run(ExitCode::kRuntime,
+                "TIMEOUT: " + rank_names_[static_cast<std::size_t>(rank_)] +
+                    " made no progress at '" + msg.label + "' for " + format_seconds(stuck_s) +
+                    " and rank 0 did not end the run (rank 0 may be dead or hung)",
+                true);
+      return;
     }
   }
 }
@@ -208,30 +254,53 @@ void Watchdog::run_root() {
   int done = 0;
   for (;;) {
     bool stopping = false;
+    bool judging = true;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s));
+      wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s),
+                     [&] { return stop_requested_; });
       if (abandon_) return;
       stopping = stop_requested_;
+      judging = !tripped_;
       if (seq_ != positions[0].seq) note(0, seq_, timeout_s_, label_);
     }
     for (;;) {
       int flag = 0;
       MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_.get(), &flag, &status) != MPI_SUCCESS || !flag) {
+      if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &status) != MPI_SUCCESS ||
+          !flag) {
         break;
       }
-      Message msg{};
-      MPI_Recv(&msg, sizeof msg, MPI_BYTE, status.MPI_SOURCE, kTag, comm_.get(), MPI_STATUS_IGNORE);
+      if (status.MPI_TAG == kFailTag) {
+        int count = 0;
+        MPI_Get_count(&status, MPI_CHAR, &count);
+        std::string payload(static_cast<std::size_t>(std::max(count, 0)), '\0');
+        if (MPI_Recv(payload.data(), count, MPI_CHAR, status.MPI_SOURCE, kFailTag, comm_.get(),
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+            payload.size() < sizeof(int)) {
+          continue;
+        }
+        int code = 0;
+        std::memcpy(&code, payload.data(), sizeof code);
+        // The failing rank printed its message already; record it and end the job.
+        abort_run(static_cast<ExitCode>(code), payload.substr(sizeof(int)), false);
+        continue;
+      }
+      PositionMessage msg{};
+      if (MPI_Recv(&msg, sizeof msg, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm_.get(),
+                   MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+          status.MPI_TAG != kTag) {
+        continue;
+      }
       msg.label[kMaxLabel - 1] = '\0';
       if (msg.seq == kDoneSeq) {
-        positions[static_cast<std::size_t>(status.MPI_SOURCE)].done = true;
         ++done;
       } else {
         note(status.MPI_SOURCE, msg.seq, msg.timeout_s, msg.label);
       }
     }
     if (stopping && done == size_ - 1) return;
+    if (!judging) continue;
 
     const double now = now_us();
     std::int64_t behind = positions[0].seq;
@@ -239,13 +308,17 @@ void Watchdog::run_root() {
     // Steps every rank has left are of no further interest.
     seen.erase(seen.begin(), seen.lower_bound(behind));
     std::map<std::int64_t, StepSeen> steps;
-    for (const auto& [seq, s] : seen)
-      steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    for (const auto& [seq, s] : seen) steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    // Judged while stopping too: a rank that never reaches the end of the run is a hang as well.
     StallReport report = assess_positions(positions, rank_names_, steps);
-    if (report.stalled && !stopping) abort_run(report.message);
-    if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {
-      abort_run("the run exceeded timeouts.run_s = " + format_seconds(options_.run_timeout_s) +
-                " while rank 0 was at '" + positions[0].label + "'");
+    if (report.stalled) {
+      abort_run(ExitCode::kRuntime, "TIMEOUT: " + report.message, true);
+    } else if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {
+      abort_run(ExitCode::kRuntime,
+                "TIMEOUT: the run exceeded timeouts.run_s = " +
+                    format_seconds(options_.run_timeout_s) + " while rank 0 was at '" +
+                    positions[0].label + "'",
+                true);
     }
   }
 }

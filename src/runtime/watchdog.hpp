@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "runtime/mpi.hpp"
 
 namespace shakedown {
@@ -23,7 +24,6 @@ namespace shakedown {
 struct RankPosition {
   std::int64_t seq = 0;
   std::string label;
-  bool done = false;
 };
 // A step some rank has reached: its label, how long ago it was first reached, its timeout.
 struct StepSeen {
@@ -43,15 +43,23 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
                              const std::vector<std::string>& rank_names,
                              const std::map<std::int64_t, StepSeen>& steps);
 
+// Ends the whole job with `code` (MPI_Abort on MPI_COMM_WORLD). The one place besides main()
+// that decides the process's exit: a hang or a failure on one rank cannot reach main() on the
+// others, which are blocked inside MPI.
+[[noreturn]] void abort_job(ExitCode code);
+
 class Watchdog {
  public:
   struct Options {
     double step_timeout_s = 300;  // timeouts.phase_s
     double run_timeout_s = 3600;  // timeouts.run_s
-    double poll_s = 0.02;
+    double poll_s = 0.05;         // how often positions are reported and checked
+    // How the job ends; tests replace it to observe a stall without dying. If it returns, the
+    // watchdog stops judging and the run goes on.
+    std::function<void(ExitCode)> abort_action = [](ExitCode code) { abort_job(code); };
   };
-  // Called on rank 0's watchdog thread before the abort, e.g. to mark the HDF5 file aborted.
-  using AbortHook = std::function<void(const std::string& message)>;
+  // Called on rank 0 before the job ends, with the reason (e.g. to mark the HDF5 file aborted).
+  using AbortHook = std::function<void(const std::string& reason)>;
 
   // Collective over `world` (duplicated for the watchdog's own traffic). `rank_names[r]` is how
   // messages name rank r.
@@ -68,13 +76,18 @@ class Watchdog {
   // Normal end of the run; every rank calls it. Rank 0 waits until every rank has said so.
   void stop();
 
-  const std::string& current_label() const { return label_; }
+  // This rank failed (an exception the others cannot see): print it naming this rank, have rank 0
+  // record it in the run file, and end the job with `code`. Never returns.
+  [[noreturn]] void fail(ExitCode code, const std::string& message);
+
+  // True once the abort action ran and returned (tests only).
+  bool tripped() const;
 
  private:
-  struct Message;
   void run_root();
   void run_peer();
-  [[noreturn]] void abort_run(const std::string& message);
+  // Prints (when asked), runs the hook, ends the job. Returns only if abort_action returns.
+  void abort_run(ExitCode code, const std::string& reason, bool print);
 
   Options options_;
   std::vector<std::string> rank_names_;
@@ -92,6 +105,7 @@ class Watchdog {
   double step_started_us_ = 0;
   bool stop_requested_ = false;
   bool abandon_ = false;  // error path: leave without the closing handshake
+  bool tripped_ = false;
   std::once_flag abort_once_;
   std::thread thread_;
 };

@@ -15,13 +15,31 @@ expect_in "$TMP/out" "bad.yaml:2.*collectives\.iters" "bad config message"
 "$SHAKEDOWN" run --config "$TMP/bad.yaml" >"$TMP/out" 2>&1
 expect_rc 2 $? "bad config without mpirun"
 
+# A config file missing on one "node" only (MPMD: rank 1 gets another path): every rank stops
+# with exit 2, and the message names rank 1 and the file.
+"$MPIRUN" -n 1 "$SHAKEDOWN" run --out "$TMP/m.h5" : -n 1 "$SHAKEDOWN" run --config "$TMP/missing.yaml" \
+  --out "$TMP/m.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "config missing on one rank"
+expect_in "$TMP/out" "rank 1 \(host [^)]+\): .*missing.yaml" "missing config names rank 1 and the file"
+[[ ! -e "$TMP/m.h5" && ! -e "$TMP/m.h5.partial" ]] || fail "a file was created although rank 1 had no config"
+
+# Ranks whose effective configs differ must not start.
+"$MPIRUN" -n 1 "$SHAKEDOWN" run --set collectives.iters=3 --out "$TMP/d.h5" : \
+  -n 1 "$SHAKEDOWN" run --set collectives.iters=4 --out "$TMP/d.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "configs differ between ranks"
+expect_in "$TMP/out" "rank 1 \(host [^)]+\): its effective configuration differs from rank 0's" "differing config named"
+
 "$SHAKEDOWN" run --set collectives.itres=3 >"$TMP/out" 2>&1
 expect_rc 2 $? "unknown --set key"
 expect_in "$TMP/out" "did you mean.*iters" "suggestion for a misspelt key"
 
 "$SHAKEDOWN" run --phases inventory,colectives >"$TMP/out" 2>&1
 expect_rc 2 $? "unknown phase"
-expect_in "$TMP/out" "colectives" "unknown phase named"
+expect_in "$TMP/out" '--phases: unknown phase "colectives"; did you mean "collectives"' "unknown phase named"
+
+"$SHAKEDOWN" run --phases inventory,gemm >"$TMP/out" 2>&1
+expect_rc 2 $? "phase not implemented yet"
+expect_in "$TMP/out" "phase 'gemm' is not implemented.*implemented: inventory" "unimplemented phase message"
 
 "$MPIRUN" -n 3 "$SHAKEDOWN" run --virtual-nodes 2 --out "$TMP/v.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "3 ranks as 2 virtual nodes"

@@ -1,24 +1,90 @@
-// The watchdog's normal path under real MPI: many quick steps and barriers, a clean stop, and no
-// false alarm. (The alarm itself ends the job, so it is tested end to end with --inject stall.)
+// The watchdog under real MPI. The abort action is replaced, so the test can watch a stall being
+// caught (and who is named) without the job dying; the real abort is tested end to end.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
 
 #include "runtime/watchdog.hpp"
 
 using namespace shakedown;
 
-TEST(WatchdogMpi, QuickStepsNeverTrip) {
-  const int n = comm_size(MPI_COMM_WORLD);
+namespace {
+
+std::vector<std::string> rank_names() {
   std::vector<std::string> names;
-  for (int r = 0; r < n; ++r) names.push_back("rank " + std::to_string(r));
-  bool tripped = false;
+  for (int r = 0; r < comm_size(MPI_COMM_WORLD); ++r) names.push_back("rank " + std::to_string(r));
+  return names;
+}
+
+struct Observed {
+  std::mutex mutex;
+  std::string reason;
+  int aborts = 0;
+};
+
+Watchdog::Options test_options(Observed& seen, double step_timeout_s) {
+  Watchdog::Options o;
+  o.step_timeout_s = step_timeout_s;
+  o.run_timeout_s = 120;
+  o.poll_s = 0.01;
+  o.abort_action = [&seen](ExitCode) {
+    std::lock_guard lock(seen.mutex);
+    ++seen.aborts;
+  };
+  return o;
+}
+
+}  // namespace
+
+TEST(WatchdogMpi, QuickStepsNeverTrip) {
+  Observed seen;
   {
-    Watchdog wd(MPI_COMM_WORLD, {.step_timeout_s = 5, .run_timeout_s = 60, .poll_s = 0.005}, names,
-                [&](const std::string&) { tripped = true; });
-    for (int i = 0; i < 50; ++i) {
+    Watchdog wd(MPI_COMM_WORLD, test_options(seen, 5), rank_names(),
+                [&](const std::string& reason) {
+                  std::lock_guard lock(seen.mutex);
+                  seen.reason = reason;
+                });
+    for (int i = 0; i < 200; ++i) {
       wd.step("step " + std::to_string(i));
       wd.barrier(MPI_COMM_WORLD, "after step " + std::to_string(i));
     }
     wd.stop();
+    EXPECT_FALSE(wd.tripped());
   }
-  EXPECT_FALSE(tripped);
+  EXPECT_EQ(seen.aborts, 0);
+  EXPECT_EQ(seen.reason, "");
+}
+
+TEST(WatchdogMpi, NamesTheRankThatIsLate) {
+  const int late = comm_size(MPI_COMM_WORLD) - 1;
+  const int me = comm_rank(MPI_COMM_WORLD);
+  Observed seen;
+  {
+    Watchdog wd(MPI_COMM_WORLD, test_options(seen, 0.3), rank_names(),
+                [&](const std::string& reason) {
+                  std::lock_guard lock(seen.mutex);
+                  seen.reason = reason;
+                });
+    wd.step("warm up");
+    MPI_Barrier(MPI_COMM_WORLD);
+    // The last rank dawdles 1.5 s (not in MPI) before the step everyone else has reached.
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    wd.step("the step");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) {
+      EXPECT_TRUE(wd.tripped());
+    }
+    wd.stop();
+  }
+  if (me == 0) {
+    EXPECT_EQ(seen.aborts, 1);
+    EXPECT_NE(seen.reason.find("TIMEOUT: rank " + std::to_string(late) +
+                               " did not reach 'the step' within 0.3 s (last at 'warm up')"),
+              std::string::npos)
+        << seen.reason;
+  } else {
+    EXPECT_EQ(seen.aborts, 0);
+  }
 }

@@ -16,17 +16,17 @@ std::vector<std::string> names(int n) {
 }  // namespace
 
 TEST(Watchdog, NothingBeforeTimeout) {
-  std::vector<RankPosition> p = {{3, "phase inventory", false}, {2, "clock sync", false}};
+  std::vector<RankPosition> p = {{3, "phase inventory"}, {2, "clock sync"}};
   std::map<std::int64_t, StepSeen> steps = {{2, {"clock sync", 5.5, 5}},
                                             {3, {"phase inventory", 4.9, 5}}};
   EXPECT_FALSE(assess_positions(p, names(2), steps).stalled);
 }
 
 TEST(Watchdog, NamesTheRankThatNeverArrived) {
-  std::vector<RankPosition> p = {{3, "phase inventory", false},
-                                 {2, "topology", false},
-                                 {3, "phase inventory", false},
-                                 {3, "phase inventory", false}};
+  std::vector<RankPosition> p = {{3, "phase inventory"},
+                                 {2, "topology"},
+                                 {3, "phase inventory"},
+                                 {3, "phase inventory"}};
   std::map<std::int64_t, StepSeen> steps = {{2, {"topology", 9, 5}},
                                             {3, {"phase inventory", 5.1, 5}}};
   StallReport r = assess_positions(p, names(4), steps);
@@ -42,10 +42,10 @@ TEST(Watchdog, NamesTheRankThatNeverArrived) {
 TEST(Watchdog, BlamesTheSlowestNotThoseWaitingForIt) {
   // Rank 1 stalled before inventory; rank 0 waits for it inside the gather while ranks 2 and 3,
   // whose sends completed eagerly, already wait at the next barrier.
-  std::vector<RankPosition> p = {{4, "phase inventory", false},
-                                 {3, "topology", false},
-                                 {5, "barrier after inventory", false},
-                                 {5, "barrier after inventory", false}};
+  std::vector<RankPosition> p = {{4, "phase inventory"},
+                                 {3, "topology"},
+                                 {5, "barrier after inventory"},
+                                 {5, "barrier after inventory"}};
   std::map<std::int64_t, StepSeen> steps = {{3, {"topology", 8, 5}},
                                             {4, {"phase inventory", 6, 5}},
                                             {5, {"barrier after inventory", 5.5, 5}}};
@@ -60,9 +60,9 @@ TEST(Watchdog, BlamesTheSlowestNotThoseWaitingForIt) {
 }
 
 TEST(Watchdog, SeveralLaggardsAllNamed) {
-  std::vector<RankPosition> p = {{5, "barrier after inventory", false},
-                                 {4, "phase inventory", false},
-                                 {4, "phase inventory", false}};
+  std::vector<RankPosition> p = {{5, "barrier after inventory"},
+                                 {4, "phase inventory"},
+                                 {4, "phase inventory"}};
   std::map<std::int64_t, StepSeen> steps = {{4, {"phase inventory", 40, 30}},
                                             {5, {"barrier after inventory", 31, 30}}};
   StallReport r = assess_positions(p, names(3), steps);
@@ -72,7 +72,7 @@ TEST(Watchdog, SeveralLaggardsAllNamed) {
 }
 
 TEST(Watchdog, EveryRankInsideTheSameStep) {
-  std::vector<RankPosition> p(4, {7, "collectives/all_reduce 1 MiB", false});
+  std::vector<RankPosition> p(4, {7, "collectives/all_reduce 1 MiB"});
   std::map<std::int64_t, StepSeen> steps = {{7, {"collectives/all_reduce 1 MiB", 59, 60}}};
   EXPECT_FALSE(assess_positions(p, names(4), steps).stalled);
   steps[7].since_s = 61;
@@ -84,8 +84,20 @@ TEST(Watchdog, EveryRankInsideTheSameStep) {
 
 TEST(Watchdog, EachStepHasItsOwnTimeout) {
   // A long step (timeout 600 s) that ranks are legitimately inside for 100 s is not a stall.
-  std::vector<RankPosition> p = {{2, "checkpoint write", false}, {1, "phase checkpoint", false}};
+  std::vector<RankPosition> p = {{2, "checkpoint write"}, {1, "phase checkpoint"}};
   std::map<std::int64_t, StepSeen> steps = {{1, {"phase checkpoint", 150, 600}},
                                             {2, {"checkpoint write", 100, 600}}};
   EXPECT_FALSE(assess_positions(p, names(2), steps).stalled);
+}
+
+TEST(Watchdog, LongStepIsNotCutShortByTheBarrierAfterIt) {
+  // Rank 1 is 400 s into a 600 s step; the others have waited 400 s at a 300 s barrier.
+  std::vector<RankPosition> p = {{6, "barrier after checkpoint"}, {5, "checkpoint write"}};
+  std::map<std::int64_t, StepSeen> steps = {{5, {"checkpoint write", 420, 600}},
+                                            {6, {"barrier after checkpoint", 400, 300}}};
+  EXPECT_FALSE(assess_positions(p, names(2), steps).stalled);
+  steps[6].since_s = 601;
+  StallReport r = assess_positions(p, names(2), steps);
+  ASSERT_TRUE(r.stalled);
+  EXPECT_NE(r.message.find("within 600 s"), std::string::npos) << r.message;
 }

@@ -1,0 +1,15 @@
+#pragma once
+// Facts about the process's host that every layer may need.
+#include <string>
+
+namespace shakedown {
+
+// gethostname(), or "unknown". Used for messages and records only: node identity comes from the
+// Context (shared-memory split), never from this name.
+std::string local_hostname();
+
+// The rank as the launcher announces it before MPI is up (Open MPI, PMIx, PMI, Slurm); 0 when
+// unknown. Lets processes decide who prints before MPI can be asked.
+int launcher_rank();
+
+}  // namespace shakedown

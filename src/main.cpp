@@ -44,9 +44,10 @@ int main(int argc, char** argv) {
       ->add_option("--virtual-nodes", run.virtual_nodes,
                    "Split each host's ranks into N pretend nodes")
       ->check(CLI::Range(0, 4096));
-  run_cmd->add_option("--phases", run.phases,
-                      "Comma-separated phases to run (inventory,linkscan,collectives,gemm,train,"
-                      "checkpoint), in pipeline order")
+  run_cmd
+      ->add_option("--phases", run.phases,
+                   "Comma-separated phases to run (inventory,linkscan,collectives,gemm,train,"
+                   "checkpoint), in pipeline order")
       ->delimiter(',');
   run_cmd->add_option("--set", run.sets, "Override a config key: key.path=value (repeatable)");
   run_cmd->add_option("--inject", run.injects,

@@ -14,11 +14,15 @@ Verdict compute_verdict(const RunFile& file) {
     if (c.status == CheckStatus::kWarn) v.warned.push_back(c);
   }
   const RunMeta meta = file.meta();
-  if (meta.status != "complete") {
+  if (meta.status == schema::kStatusRunning) {
+    v.code = ExitCode::kRuntime;
+    v.headline =
+        "INCOMPLETE: the run is still going, or died without marking its file (status running)";
+  } else if (meta.status != schema::kStatusComplete) {
     v.code = ExitCode::kRuntime;
     std::string reason;
-    if (file.has_attr("/", std::string(schema::kAttrAbortReason))) {
-      reason = file.attr_string("/", std::string(schema::kAttrAbortReason));
+    if (file.has_attr("/", schema::kAttrAbortReason)) {
+      reason = file.attr_string("/", schema::kAttrAbortReason);
     }
     v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
   } else if (!v.failed.empty()) {

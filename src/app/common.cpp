@@ -63,7 +63,9 @@ void InitGuard::disarm() {
   if (state_->thread.joinable()) state_->thread.join();
 }
 
-InitGuard::~InitGuard() { disarm(); }
+InitGuard::~InitGuard() {
+  disarm();
+}
 
 std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
                                         Watchdog::AbortHook hook) {

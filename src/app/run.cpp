@@ -95,8 +95,9 @@ Config effective_config(const RunOptions& o) {
 void check_same_config(const Context& ctx, const std::string& yaml) {
   const std::string root_yaml = bcast_string(ctx.world(), 0, yaml);
   if (yaml != root_yaml) {
-    throw UsageError("its effective configuration differs from rank 0's; every rank must read "
-                     "the same config file and options (is the file on a shared file system?)");
+    throw UsageError(
+        "its effective configuration differs from rank 0's; every rank must read "
+        "the same config file and options (is the file on a shared file system?)");
   }
 }
 
@@ -197,9 +198,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
 
   // From here a failure may be one rank's alone: the watchdog records it and ends the job.
-  auto watchdog = make_watchdog(ctx, config, [&](const std::string& reason) {
-    recorder.mark_aborted(reason);
-  });
+  auto watchdog =
+      make_watchdog(ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); });
   int code = 0;
   try {
     run_pipeline(ctx, config, faults, recorder, *watchdog);

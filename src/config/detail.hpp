@@ -26,8 +26,6 @@ struct Origin {
 // `"ten"` for messages: quoted, control bytes escaped, long text cut short.
 std::string in_quotes(std::string_view text);
 
-
-
 // Shortest text that reads back as exactly `value` ("0.93", "60", "1e-05").
 std::string format_real(double value);
 

@@ -400,8 +400,7 @@ class Loader {
     if (value.IsNull()) return;  // "gemm:" alone: the section keeps its defaults
     if (!value.IsMap()) {
       fail(at, key,
-           "must be a mapping of keys (" + join_choices(key_names(*section)) +
-               "), " + got(value));
+           "must be a mapping of keys (" + join_choices(key_names(*section)) + "), " + got(value));
     }
     for_each_entry(value, key,
                    [&](const std::string& name, const Origin& key_at, const YAML::Node& key_value) {

@@ -1,5 +1,10 @@
 #include "record/reader.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <map>
 #include <system_error>
 
@@ -76,6 +81,10 @@ RunFile RunFile::open(const std::filesystem::path& path) {
   }
   if (std::filesystem::is_directory(path, ec)) {
     throw UsageError("'" + name + "' is a folder; give a shakedown run file (.h5)");
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw UsageError("cannot read '" + name + "': " + std::strerror(errno) +
+                     " (check the file's permissions)");
   }
   h5::File file;
   try {

@@ -29,7 +29,7 @@ class RunFile {
   int schema_version() const noexcept { return schema_version_; }
 
   RunMeta meta() const;
-  std::vector<RankInfo> ranks() const;  // RankInfo::nics stays empty: see inventory()
+  std::vector<RankInfo> ranks() const;  // the node's NICs are in inventory()
   std::vector<CheckResult> placement_checks() const;
   std::vector<NodeInventory> inventory() const;  // gpus and nics attached to their node
   std::vector<double> clock_offsets_us() const;

@@ -1,6 +1,7 @@
 #include "record/recorder.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "record/schema.hpp"
@@ -9,7 +10,7 @@ namespace shakedown {
 
 Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
                    int compression)
-    : ctx_(ctx), final_path_(final_path) {
+    : ctx_(ctx) {
   // Rank 0 tries; the outcome (exit code + message) is broadcast so all ranks agree.
   int code = 0;
   std::string message;
@@ -43,18 +44,22 @@ void Recorder::finish(const std::string& status) {
   finished_ = true;
 }
 
-bool Recorder::mark_aborted(const std::string& reason) noexcept {
-  if (!writer_) return false;
+void Recorder::mark_aborted(const std::string& reason) noexcept {
+  if (!writer_) return;
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(5))) return false;
-  if (finished_) return true;
+  if (!lock.try_lock_for(std::chrono::seconds(5))) {
+    std::fprintf(stderr, "shakedown: the run file is busy; it keeps status running: %s\n",
+                 writer_->partial_path().c_str());
+    return;
+  }
+  if (finished_) return;  // complete already: the data is whole, only the shutdown failed
   try {
-    writer_->set_attr("/", std::string(schema::kAttrAbortReason), reason);
-    writer_->finish("aborted");
+    writer_->set_attr("/", schema::kAttrAbortReason, reason);
+    writer_->finish(schema::kStatusAborted);
     finished_ = true;
-    return true;
-  } catch (...) {
-    return false;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shakedown: could not mark %s aborted: %s\n",
+                 writer_->partial_path().c_str(), e.what());
   }
 }
 

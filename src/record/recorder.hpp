@@ -23,9 +23,6 @@ class Recorder {
   Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
            int compression);
 
-  bool is_root() const { return writer_.has_value(); }
-  const std::filesystem::path& final_path() const { return final_path_; }
-
   // Gathers one record per rank to rank 0 (empty vector on other ranks). Collective.
   template <class T>
   std::vector<T> gather(const T& mine) const {
@@ -39,13 +36,12 @@ class Recorder {
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
   // elsewhere.
   void finish(const std::string& status);
-  // From any thread on rank 0: record the reason and mark the file aborted. Gives up (returning
-  // false) if the writer stays busy, rather than deadlocking a hung run.
-  bool mark_aborted(const std::string& reason) noexcept;
+  // From any thread on rank 0: record the reason and mark the file aborted. Gives up (saying so
+  // on stderr) if the writer stays busy, rather than deadlocking a hung run.
+  void mark_aborted(const std::string& reason) noexcept;
 
  private:
   const Context& ctx_;
-  std::filesystem::path final_path_;
   std::optional<RunWriter> writer_;
   std::timed_mutex mutex_;
   bool finished_ = false;

@@ -1,5 +1,7 @@
 #pragma once
 // JSON forms of the per-rank records, used to gather them to rank 0 over MPI (one string per rank).
+// Every field of each record is listed: a new field must be added here and to record/tables.cpp
+// (tests/unit/test_record_serialize.cpp checks both round trips with operator==).
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -20,10 +22,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuInfo, index, name, uuid, pci_bus_id, memor
                                    cpus)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NicInfo, name, kind, numa_node, pci_bus_id)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, node_index, local_rank, local_size, hostname,
-                                   cpus, cpu_count, node_cores, node_pus, numa, gpu_count,
-                                   gpu_index, gpu, gpu_note, nics, nic, slurm_job_id, slurm_node_id,
-                                   slurm_local_id, slurm_procid, slurm_topology_addr,
-                                   slurm_topology_pattern)
+                                   cpus, cpu_count, node_cores, node_pus, allowed_cpus,
+                                   allowed_cores, allowed_pus, numa, gpu_count, gpu_index, gpu,
+                                   gpu_note, nic, slurm_job_id, slurm_node_id, slurm_local_id,
+                                   slurm_procid, slurm_topology_addr, slurm_topology_pattern)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeInventory, node_index, hostname, cpu_model, sockets, cores,
                                    pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note, nics,
                                    gpu_driver, mpi_version, nccl_version, cuda_runtime_version,

@@ -14,9 +14,9 @@ void raise_first_failure(MPI_Comm comm, int code, const std::string& message) {
   // Rank 0's errors are usually everyone's (a bad config); name a rank only when it is not 0.
   std::string text;
   if (rank == first) {
-    text = first == 0 ? message
-                      : "rank " + std::to_string(first) + " (host " + local_hostname() + "): " +
-                            message;
+    text = first == 0
+               ? message
+               : "rank " + std::to_string(first) + " (host " + local_hostname() + "): " + message;
   }
   int agreed_code = code;
   SD_MPI_CHECK(MPI_Bcast(&agreed_code, 1, MPI_INT, first, comm));

@@ -64,8 +64,8 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
   auto next = steps.upper_bound(behind);
   if (next == steps.end()) return report;
   auto current = steps.find(behind);
-  const double limit_s = std::max(next->second.timeout_s,
-                                  current == steps.end() ? 0.0 : current->second.timeout_s);
+  const double limit_s =
+      std::max(next->second.timeout_s, current == steps.end() ? 0.0 : current->second.timeout_s);
   if (next->second.since_s <= limit_s) return report;
   report.stalled = true;
   std::vector<int> between;  // neither the slowest nor the furthest: usually waiting on the slowest
@@ -82,9 +82,8 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
     os << " and " << report.laggards.size() - kMaxNamed << " more ranks";
   }
   os << " did not reach '" << next->second.label << "' within " << format_seconds(limit_s)
-     << " (last at '" << lo->label << "'); "
-     << positions.size() - report.laggards.size() << " of " << positions.size()
-     << " ranks got there";
+     << " (last at '" << lo->label << "'); " << positions.size() - report.laggards.size() << " of "
+     << positions.size() << " ranks got there";
   if (!between.empty()) {
     os << " (";
     for (std::size_t i = 0; i < between.size() && i < kMaxNamed; ++i) {
@@ -308,17 +307,18 @@ void Watchdog::run_root() {
     // Steps every rank has left are of no further interest.
     seen.erase(seen.begin(), seen.lower_bound(behind));
     std::map<std::int64_t, StepSeen> steps;
-    for (const auto& [seq, s] : seen) steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    for (const auto& [seq, s] : seen)
+      steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
     // Judged while stopping too: a rank that never reaches the end of the run is a hang as well.
     StallReport report = assess_positions(positions, rank_names_, steps);
     if (report.stalled) {
       abort_run(ExitCode::kRuntime, "TIMEOUT: " + report.message, true);
     } else if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {
-      abort_run(ExitCode::kRuntime,
-                "TIMEOUT: the run exceeded timeouts.run_s = " +
-                    format_seconds(options_.run_timeout_s) + " while rank 0 was at '" +
-                    positions[0].label + "'",
-                true);
+      abort_run(
+          ExitCode::kRuntime,
+          "TIMEOUT: the run exceeded timeouts.run_s = " + format_seconds(options_.run_timeout_s) +
+              " while rank 0 was at '" + positions[0].label + "'",
+          true);
     }
   }
 }

@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/strings.hpp"
+
 namespace shakedown {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return s.substr(first, last - first + 1);
-}
 
 std::optional<int> to_int(std::string_view s) {
   s = trim(s);

@@ -17,6 +17,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/host.hpp"
+#include "core/strings.hpp"
 #include "topology/cpu_list.hpp"
 #include "topology/hwloc_util.hpp"
 #include "topology/versions.hpp"
@@ -36,17 +38,14 @@ std::string env_or_empty(const char* name) {
   return value != nullptr ? value : "";
 }
 
-std::string host_name() {
-  char buffer[HOST_NAME_MAX + 1] = {};
-  if (gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
-  return buffer;
-}
-
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r\n\"'");
-  if (first == std::string::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n\"'");
-  return s.substr(first, last - first + 1);
+// Blanks, then the quotes os-release puts around values (PRETTY_NAME="Debian GNU/Linux 12").
+std::string_view unquote(std::string_view text) {
+  text = trim(text);
+  while (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+         text.back() == text.front()) {
+    text = trim(text.substr(1, text.size() - 2));
+  }
+  return text;
 }
 
 // Value of the first "key<sep>value" line of a text file, "" when absent.
@@ -54,9 +53,10 @@ std::string file_value(const std::string& path, const std::string& key, char sep
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    const auto pos = line.find(sep);
-    if (pos == std::string::npos) continue;
-    if (trim(line.substr(0, pos)) == key) return trim(line.substr(pos + 1));
+    const std::string_view text = line;
+    const auto pos = text.find(sep);
+    if (pos == std::string_view::npos) continue;
+    if (trim(text.substr(0, pos)) == key) return std::string(unquote(text.substr(pos + 1)));
   }
   return {};
 }
@@ -96,6 +96,32 @@ std::uint64_t memory_from_proc() {
 int count_of(hwloc_topology_t topo, hwloc_obj_type_t type) {
   const int n = hwloc_get_nbobjs_by_type(topo, type);
   return n > 0 ? n : 0;
+}
+
+struct AllowedCpus {
+  std::string list;
+  int cores = 0, pus = 0;
+};
+
+// What the process may use (cgroup / container cpuset). The topology itself shows the whole
+// machine (HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED), so this is the only place the limit shows.
+AllowedCpus allowed_cpus(hwloc_topology_t topo) {
+  AllowedCpus out;
+  hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(topo);
+  if (allowed == nullptr) return out;
+  // Only PUs that exist: an allowed set may be "everything" (infinite).
+  hu::Bitmap set(allowed);
+  hwloc_bitmap_and(set.get(), set.get(), hwloc_topology_get_topology_cpuset(topo));
+  if (hwloc_bitmap_iszero(set.get())) return out;
+  out.list = hu::list_string(set.get());
+  out.pus = std::max(0, hwloc_bitmap_weight(set.get()));
+  // A core counts when any of its threads is allowed: a rank can run there.
+  for (hwloc_obj_t core = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, nullptr);
+       core != nullptr; core = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, core)) {
+    if (hwloc_bitmap_intersects(core->cpuset, set.get())) ++out.cores;
+  }
+  if (count_of(topo, HWLOC_OBJ_CORE) == 0) out.cores = out.pus;  // no Core level
+  return out;
 }
 
 // NUMA nodes (os indices, "0,1") whose CPUs intersect a CPU list string.
@@ -290,6 +316,11 @@ std::string bound_cpus() {
 CudaDevices cuda_devices() {
   CudaDevices out;
 #if SHAKEDOWN_HAVE_CUDA
+  // CUDA numbers devices fastest first by default; `shakedown plan` and the rankfile map local
+  // rank g to GPU g in PCI bus order (hwloc's order). The two agree only when every GPU of a node
+  // is alike, so ask CUDA for bus order before its first call reads the variable. A value the
+  // user set is kept (setenv's last argument 0): they chose it on purpose.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
@@ -419,13 +450,17 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
   r.node_index = node_index;
   r.local_rank = local_rank;
   r.local_size = local_size;
-  r.hostname = host_name();
+  r.hostname = local_hostname();
   r.cpus = bound_cpus();
   const auto parsed = parse_cpu_list(r.cpus);
   r.cpu_count = parsed ? static_cast<int>(parsed->size()) : 0;
   r.node_pus = count_of(topo, HWLOC_OBJ_PU);
   r.node_cores = count_of(topo, HWLOC_OBJ_CORE);
   if (r.node_cores == 0) r.node_cores = r.node_pus;  // some platforms expose no Core level
+  AllowedCpus allowed = allowed_cpus(topo);
+  r.allowed_cpus = std::move(allowed.list);
+  r.allowed_cores = allowed.cores;
+  r.allowed_pus = allowed.pus;
   r.numa = numa_of_cpus(topo, r.cpus);
 
   CudaDevices cuda = cuda_devices();
@@ -438,7 +473,6 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
     r.gpu_note = with_pci_hint(cuda.note, topo);
   }
 
-  r.nics = list_nics(topology);
   r.nic = nearest_nic(topology, r.gpu.pci_bus_id, r.cpus);
 
   r.slurm_job_id = env_or_empty("SLURM_JOB_ID");
@@ -459,7 +493,7 @@ NodeInventory discover_node(const HwlocTopology& topology, int node_index) {
   hwloc_topology_t topo = topology.get();
   NodeInventory n;
   n.node_index = node_index;
-  n.hostname = host_name();
+  n.hostname = local_hostname();
   // /proc describes the running machine; a saved XML topology carries its own CPU model.
   if (topology.is_this_system()) n.cpu_model = cpu_model_from_proc();
   if (n.cpu_model.empty()) n.cpu_model = cpu_model_from_hwloc(topo);

@@ -17,7 +17,7 @@ namespace shakedown {
 // virtual nodes, where pretend nodes of one host must not pick the same GPUs.
 RankInfo discover_rank(int rank, int node_index, int local_rank, int local_size, int gpu_slot = -1);
 // Same, against a given topology (tests load a saved XML). Hostname, CPU binding, CUDA and Slurm
-// always come from the running process.
+// always come from the running process; node and allowed CPU counts from the topology.
 RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, int local_rank,
                        int local_size, int gpu_slot = -1);
 
@@ -29,6 +29,8 @@ NodeInventory discover_node(const HwlocTopology& topology, int node_index);
 
 // GPUs as the CUDA runtime sees them (index, name, uuid, PCI bus id, memory); NUMA and CPUs are
 // not filled here. `note` says why the list is empty ("built without CUDA", "CUDA: <error>").
+// Sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless already set, so that CUDA ordinals follow the PCI bus
+// order plans use; this takes effect only if no CUDA call in the process came before.
 struct CudaDevices {
   std::vector<GpuInfo> gpus;
   std::string note;

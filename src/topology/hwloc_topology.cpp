@@ -34,8 +34,10 @@ void init_with_io(PendingTopology& pending, const std::string& where) {
                        std::strerror(errno));
   }
   // Under Slurm cgroups (or a container cpuset) hwloc would otherwise show only the CPUs this
-  // process may use, and every rank would report a different, smaller "host". Placement checks
-  // and plans need the whole machine; the rank's own binding comes from sched_getaffinity.
+  // process may use, and every rank would report a different, smaller "host". Plans and the
+  // node inventory need the whole machine; what the job may use stays known through
+  // hwloc_topology_get_allowed_cpuset (RankInfo::allowed_cpus), and the rank's own binding comes
+  // from sched_getaffinity.
   if (hwloc_topology_set_flags(pending.topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
     throw RuntimeFault("hwloc: cannot ask for the whole machine (INCLUDE_DISALLOWED) for " + where +
                        ": " + std::strerror(errno));

@@ -265,36 +265,108 @@ CheckResult check_gpu_numa_affinity(const std::vector<RankInfo>& ranks) {
                     " bound to CPUs local to their GPU" + unknown_note);
 }
 
+// A rank is unbound when its CPUs cover everything it may use: the job's cpuset (Slurm cgroup,
+// container --cpuset-cpus) or, for records without one (older files), every thread of the host.
+// Unbound ranks of one job all get that same set; they are spread by the kernel, not sharing.
+bool is_unbound(const RankInfo& r, const std::vector<int>& cpus, int host_pus) {
+  if (const auto allowed = parse_cpu_list(r.allowed_cpus); allowed && !allowed->empty()) {
+    return std::includes(cpus.begin(), cpus.end(), allowed->begin(), allowed->end());
+  }
+  return host_pus > 0 && static_cast<int>(cpus.size()) >= host_pus;
+}
+
+// Cores the ranks of one host may run on: the job's allowed cores when every rank there reports
+// the same allowed set (one job, one cgroup), the whole host otherwise.
+struct HostCapacity {
+  int cores = 0;             // 0 unknown
+  int host_cores = 0;        // physical cores of the machine
+  std::string allowed_cpus;  // set when `cores` counts only the job's cpuset
+};
+
+HostCapacity host_capacity(const std::vector<const RankInfo*>& members) {
+  HostCapacity cap;
+  for (const auto* r : members) cap.host_cores = std::max(cap.host_cores, r->node_cores);
+  cap.cores = cap.host_cores;
+  const auto first = parse_cpu_list(members.front()->allowed_cpus);
+  if (!first || first->empty()) return cap;
+  int allowed_cores = 0;
+  for (const auto* r : members) {
+    if (parse_cpu_list(r->allowed_cpus) != first) return cap;
+    allowed_cores = std::max(allowed_cores, r->allowed_cores);
+  }
+  if (allowed_cores > 0 && (cap.host_cores == 0 || allowed_cores < cap.host_cores)) {
+    cap.cores = allowed_cores;
+    cap.allowed_cpus = format_cpu_list(*first);
+  }
+  return cap;
+}
+
 CheckResult check_oversubscription(const std::vector<RankInfo>& ranks,
                                    const PlacementOptions& opt) {
   std::map<std::string, std::vector<const RankInfo*>> hosts;
   for (const auto& r : ranks) hosts[r.hostname].push_back(&r);
   std::vector<std::string> issues;
   std::vector<int> unbound;
+  bool cpuset_limited = false;  // an issue comes from the job's cpuset, not the machine
+  std::string limited_example;  // a host whose cores are counted within the job's cpuset
+  std::size_t limited_hosts = 0;
   for (const auto& [host, members] : hosts) {
-    int cores = 0, pus = 0;
-    for (const auto* r : members) {
-      cores = std::max(cores, r->node_cores);
-      pus = std::max(pus, r->node_pus);
+    const HostCapacity cap = host_capacity(members);
+    if (!cap.allowed_cpus.empty()) {
+      if (limited_hosts == 0) {
+        limited_example = "host " + host + ": CPUs " + cap.allowed_cpus + ", " +
+                          std::to_string(cap.cores) + " of " + std::to_string(cap.host_cores) +
+                          " cores";
+      }
+      ++limited_hosts;
     }
-    if (cores > 0 && static_cast<int>(members.size()) > cores) {
-      issues.push_back("host " + host + " runs " + plural(members.size(), "rank") + " on " +
-                       plural(static_cast<std::size_t>(cores), "core"));
+    if (cap.cores > 0 && static_cast<int>(members.size()) > cap.cores) {
+      std::string text = "host " + host + " runs " + plural(members.size(), "rank") + " on ";
+      if (cap.allowed_cpus.empty()) {
+        text += plural(static_cast<std::size_t>(cap.cores), "core");
+      } else {
+        cpuset_limited = true;
+        text += "the " + plural(static_cast<std::size_t>(cap.cores), "core") +
+                " this job may use there (CPUs " + cap.allowed_cpus + " of the host's " +
+                std::to_string(cap.host_cores) + " cores)";
+      }
+      issues.push_back(text);
     }
-    // A rank allowed on every CPU of the host is unbound: the scheduler spreads those, so only
-    // the rank count above says whether they fit. Bound ranks must not share a CPU.
-    std::map<int, int> owner;  // cpu -> first bound rank
+    int pus = 0;
+    for (const auto* r : members) pus = std::max(pus, r->node_pus);
+    // Unbound ranks: only the count above says whether they fit. Bound ranks must not share.
+    // Ranks confined to different cpusets on one host (per-task cgroups) each count against
+    // their own set's cores.
+    std::map<std::vector<int>, std::vector<const RankInfo*>> pools;  // unbound, by allowed set
+    std::map<int, int> owner;                                        // cpu -> first bound rank
     std::map<std::pair<int, int>, std::vector<int>> shared;
     for (const auto* r : members) {
       const auto cpus = parse_cpu_list(r->cpus);
       if (!cpus || cpus->empty()) continue;
-      if (pus > 0 && static_cast<int>(cpus->size()) >= pus) {
+      if (is_unbound(*r, *cpus, pus)) {
         unbound.push_back(r->rank);
+        pools[*cpus].push_back(r);
         continue;
       }
       for (int c : *cpus) {
         const auto [it, inserted] = owner.emplace(c, r->rank);
         if (!inserted) shared[{it->second, r->rank}].push_back(c);
+      }
+    }
+    if (cap.allowed_cpus.empty() && pools.size() > 1) {
+      for (const auto& [cpus, pool] : pools) {
+        int cores = 0;
+        std::vector<int> rank_ids;
+        for (const auto* r : pool) {
+          cores = std::max(cores, r->allowed_cores);
+          rank_ids.push_back(r->rank);
+        }
+        if (cores > 0 && static_cast<int>(pool.size()) > cores) {
+          cpuset_limited = true;
+          issues.push_back(ranks_text(rank_ids) + " on host " + host +
+                           " are not bound and may only use CPUs " + format_cpu_list(cpus) + " (" +
+                           plural(static_cast<std::size_t>(cores), "core") + ")");
+        }
       }
     }
     for (const auto& [pair, cpus] : shared) {
@@ -308,19 +380,30 @@ CheckResult check_oversubscription(const std::vector<RankInfo>& ranks,
   const std::string unbound_note =
       unbound.empty() ? "" : " (" + ranks_text(unbound) + " not bound to CPUs)";
   if (!issues.empty()) {
-    const std::string fix =
+    std::string fix =
         opt.allow_oversubscribe
             ? " (oversubscription allowed: timings will be noisy)"
             : ": run fewer ranks per host or bind them to separate cores (shakedown plan), or set "
               "topology.allow_oversubscribe for a functional test";
+    if (cpuset_limited) {
+      fix +=
+          "; the job's cpuset (Slurm cgroup, container --cpuset-cpus) allows fewer cores than "
+          "the host has: ask for more (srun --cpus-per-task, docker --cpuset-cpus)";
+    }
     return result(kCheckOversubscription,
                   opt.allow_oversubscribe ? CheckStatus::kWarn : CheckStatus::kFail,
                   join_items(issues) + fix + virt + unbound_note);
   }
+  std::string limited_note;
+  if (limited_hosts > 0) {
+    limited_note = " (cores counted within the job's cpuset: " + limited_example +
+                   (limited_hosts > 1 ? "; and " + plural(limited_hosts - 1, "more host") : "") +
+                   ")";
+  }
   return result(kCheckOversubscription, CheckStatus::kPass,
                 plural(hosts.size(), "host") +
                     ": no host has more ranks than cores and no two ranks share a CPU" + virt +
-                    unbound_note);
+                    limited_note + unbound_note);
 }
 
 CheckResult check_expected_gpus(const std::vector<RankInfo>& ranks, const PlacementOptions& opt) {

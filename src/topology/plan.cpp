@@ -325,19 +325,27 @@ Plan make_plan(const PlanRequest& req) {
   std::vector<std::string> host_slots;
   for (const auto& h : hosts) host_slots.push_back(h + ":" + std::to_string(g));
   const std::string host_arg = "--host " + join(host_slots, ",");
-  plan.mpirun_command = "mpirun -np " + std::to_string(world) + " " + host_arg +
+  // Local rank g uses GPU g in PCI bus order; CUDA numbers GPUs fastest first unless told, which
+  // differs on a node with unlike GPUs. shakedown sets this itself when unset; exporting it
+  // keeps every CUDA process of the job in the same order.
+  const std::string device_order = n_gpus > 0 ? " -x CUDA_DEVICE_ORDER=PCI_BUS_ID" : "";
+  plan.mpirun_command = "mpirun -np " + std::to_string(world) + " " + host_arg + device_order +
                         " --map-by ppr:" + std::to_string(g) +
                         ":node:PE=" + std::to_string(per_rank) +
                         " --bind-to core --report-bindings " + req.command;
-  plan.mpirun_rankfile_command = "mpirun -np " + std::to_string(world) + " " + host_arg + " -rf " +
-                                 req.rankfile_path + " --report-bindings " + req.command;
+  plan.mpirun_rankfile_command = "mpirun -np " + std::to_string(world) + " " + host_arg +
+                                 device_order + " -rf " + req.rankfile_path +
+                                 " --report-bindings " + req.command;
 
   // Slurm counts hardware threads as CPUs when ThreadsPerCore > 1.
   const int cpus_per_task = per_rank * (units.are_cores ? units.threads_per_unit : 1);
   plan.srun_options = "--nodes=" + std::to_string(req.nodes) +
                       " --ntasks-per-node=" + std::to_string(g) +
                       " --cpus-per-task=" + std::to_string(cpus_per_task) + " --cpu-bind=cores";
-  if (n_gpus > 0) plan.srun_options += " --gpus-per-node=" + std::to_string(std::min(g, n_gpus));
+  if (n_gpus > 0) {
+    plan.srun_options += " --gpus-per-node=" + std::to_string(std::min(g, n_gpus)) +
+                         " --export=ALL,CUDA_DEVICE_ORDER=PCI_BUS_ID";
+  }
   plan.srun_options += " --mpi=pmix";
   if (!req.hosts.empty()) plan.srun_options += " --nodelist=" + join(req.hosts, ",");
 
@@ -359,6 +367,12 @@ Plan make_plan(const PlanRequest& req) {
     line += "NUMA " + b.numa + ", CPUs " + b.cpus + ", slot " + b.slot;
     if (!b.nic.empty()) line += ", nearest NIC " + b.nic;
     notes.push_back(line);
+  }
+  if (n_gpus > 0) {
+    notes.push_back(
+        "GPU g is the g-th GPU in PCI bus order: the commands export "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers GPUs the same way (its default, "
+        "fastest first, differs on nodes with unlike GPUs)");
   }
   if (n_gpus > 0 && g < n_gpus) {
     notes.push_back(std::to_string(g) + " ranks per node use GPUs 0-" + std::to_string(g - 1) +

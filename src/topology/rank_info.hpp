@@ -15,6 +15,8 @@ struct GpuInfo {
   std::uint64_t memory_bytes = 0;
   int numa_node = -1;  // NUMA node local to the GPU, -1 unknown
   std::string cpus;    // cpuset local to the GPU ("0-23,96-119"), "" unknown
+
+  bool operator==(const GpuInfo&) const = default;
 };
 
 struct NicInfo {
@@ -22,6 +24,8 @@ struct NicInfo {
   std::string kind;  // "infiniband" | "ethernet" | "other"
   int numa_node = -1;
   std::string pci_bus_id;
+
+  bool operator==(const NicInfo&) const = default;
 };
 
 // Everything one rank knows about where it runs.
@@ -31,20 +35,29 @@ struct RankInfo {
   int local_rank = 0;
   int local_size = 1;
   std::string hostname;
-  std::string cpus;           // bound cpuset as a list string, e.g. "0-3"
-  int cpu_count = 0;          // CPUs in the bound set
-  int node_cores = 0;         // physical cores on the host
-  int node_pus = 0;           // hardware threads on the host
-  std::string numa;           // NUMA node(s) the bound CPUs belong to, e.g. "0" or "0,1"
-  int gpu_count = 0;          // GPUs this rank can see
-  int gpu_index = -1;         // the GPU this rank uses (local_rank % gpu_count), -1 none
-  GpuInfo gpu;                // details of that GPU
-  std::string gpu_note;       // why there is no GPU ("built without CUDA", "no CUDA driver"...)
-  std::vector<NicInfo> nics;  // NICs of the node (hwloc OS devices)
-  std::string nic;            // the NIC nearest this rank's GPU (or CPUs), "" none
+  std::string cpus;    // bound cpuset as a list string, e.g. "0-3"
+  int cpu_count = 0;   // CPUs in the bound set
+  int node_cores = 0;  // physical cores on the host (all of them, whatever the job may use)
+  int node_pus = 0;    // hardware threads on the host
+  // The CPUs this process may use at all (hwloc's allowed cpuset: a Slurm cgroup or a container's
+  // --cpuset-cpus; the whole host otherwise), and the cores and threads they make up. A rank whose
+  // `cpus` equal these is not bound: it runs wherever the job may run. "" / 0 unknown.
+  std::string allowed_cpus;
+  int allowed_cores = 0;
+  int allowed_pus = 0;
+  std::string numa;      // NUMA node(s) the bound CPUs belong to, e.g. "0" or "0,1"
+  int gpu_count = 0;     // GPUs this rank can see
+  int gpu_index = -1;    // the GPU this rank uses (local_rank % gpu_count), -1 none
+  GpuInfo gpu;           // details of that GPU
+  std::string gpu_note;  // why there is no GPU ("built without CUDA", "no CUDA driver"...)
+  std::string nic;       // the NIC nearest this rank's GPU (or CPUs), "" none; the node's NICs
+                         // are in NodeInventory::nics
   // Slurm, when launched by srun (empty otherwise)
   std::string slurm_job_id, slurm_node_id, slurm_local_id, slurm_procid, slurm_topology_addr,
       slurm_topology_pattern;
+
+  // Every field, so that tests can check that a record survives JSON and the HDF5 file whole.
+  bool operator==(const RankInfo&) const = default;
 };
 
 // One node's inventory (gathered from its local rank 0).
@@ -62,6 +75,8 @@ struct NodeInventory {
   // library versions as topology/versions.hpp reports them ("not built", "unavailable (why)")
   std::string mpi_version, nccl_version, cuda_runtime_version, cuda_driver_version, hdf5_version,
       ucx_version, hwloc_version, openblas_version;
+
+  bool operator==(const NodeInventory&) const = default;
 };
 
 enum class CheckStatus { kPass, kWarn, kFail, kSkip };
@@ -71,6 +86,8 @@ struct CheckResult {
   std::string name;
   CheckStatus status = CheckStatus::kPass;
   std::string reason;
+
+  bool operator==(const CheckResult&) const = default;
 };
 
 inline const char* to_string(CheckStatus s) {

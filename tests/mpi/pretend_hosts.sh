@@ -8,6 +8,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$tmp/hostfile"
-exec "$here/../../scripts/mpirun-local.sh" -n 4 --hostfile "$tmp/hostfile" \
+"$here/../../scripts/mpirun-local.sh" -n 4 --hostfile "$tmp/hostfile" \
   --mca plm_rsh_agent "$here/../../scripts/local-rsh.sh" --mca btl self,tcp \
   --mca btl_tcp_if_include lo -x SHAKEDOWN_TEST_EXPECT_HOSTS=2 "$@"

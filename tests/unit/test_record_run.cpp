@@ -78,8 +78,10 @@ std::vector<RankInfo> sample_ranks() {
     ri.cpu_count = 4;
     ri.node_cores = 64;
     ri.node_pus = 128;
+    ri.allowed_cpus = "0-15,64-79";
+    ri.allowed_cores = 16;
+    ri.allowed_pus = 32;
     ri.numa = r < 2 ? "0" : "0,1";
-    ri.nics = {NicInfo{"mlx5_0", "infiniband", 0, "0000:1a:00.0"}};  // not stored per rank
   }
   ranks[0].hostname = "gpu-node-001.cluster.example";
   ranks[0].gpu_count = 8;
@@ -130,6 +132,9 @@ void expect_rank_eq(const RankInfo& a, const RankInfo& b) {
   EXPECT_EQ(a.cpu_count, b.cpu_count);
   EXPECT_EQ(a.node_cores, b.node_cores);
   EXPECT_EQ(a.node_pus, b.node_pus);
+  EXPECT_EQ(a.allowed_cpus, b.allowed_cpus);
+  EXPECT_EQ(a.allowed_cores, b.allowed_cores);
+  EXPECT_EQ(a.allowed_pus, b.allowed_pus);
   EXPECT_EQ(a.numa, b.numa);
   EXPECT_EQ(a.gpu_count, b.gpu_count);
   EXPECT_EQ(a.gpu_index, b.gpu_index);
@@ -182,6 +187,7 @@ std::vector<NodeInventory> sample_inventory() {
   b.hostname = "ノード-2";
   b.cpu_model = "";
   b.nics = {NicInfo{"ib0", "infiniband", 1, "0000:9a:00.0"}};  // no GPUs on this one
+  b.gpu_note = "CUDA: no CUDA-capable device is detected";
   return nodes;
 }
 
@@ -233,10 +239,8 @@ TEST(RecordRun, TopologyRoundTrip) {
   const RunFile f = RunFile::open(w.partial_path());
   const std::vector<RankInfo> out = f.ranks();
   ASSERT_EQ(out.size(), in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    expect_rank_eq(out[i], in[i]);
-    EXPECT_TRUE(out[i].nics.empty());  // node NICs live in /inventory/nics
-  }
+  for (std::size_t i = 0; i < in.size(); ++i) expect_rank_eq(out[i], in[i]);
+  EXPECT_EQ(out, in);
   const std::vector<CheckResult> checks = f.placement_checks();
   const std::vector<CheckResult> expected = sample_checks();
   ASSERT_EQ(checks.size(), expected.size());
@@ -280,6 +284,7 @@ TEST(RecordRun, InventoryRoundTrip) {
     EXPECT_EQ(a.memory_bytes, b.memory_bytes);
     EXPECT_EQ(a.os, b.os);
     EXPECT_EQ(a.kernel, b.kernel);
+    EXPECT_EQ(a.gpu_note, b.gpu_note);
     EXPECT_EQ(a.gpu_driver, b.gpu_driver);
     EXPECT_EQ(a.mpi_version, b.mpi_version);
     EXPECT_EQ(a.nccl_version, b.nccl_version);
@@ -294,6 +299,7 @@ TEST(RecordRun, InventoryRoundTrip) {
     ASSERT_EQ(a.nics.size(), b.nics.size());
     for (std::size_t n = 0; n < a.nics.size(); ++n) expect_nic_eq(a.nics[n], b.nics[n]);
   }
+  EXPECT_EQ(out, in);
 }
 
 TEST(RecordRun, ClockRoundTrip) {

@@ -23,10 +23,8 @@ TEST(Watchdog, NothingBeforeTimeout) {
 }
 
 TEST(Watchdog, NamesTheRankThatNeverArrived) {
-  std::vector<RankPosition> p = {{3, "phase inventory"},
-                                 {2, "topology"},
-                                 {3, "phase inventory"},
-                                 {3, "phase inventory"}};
+  std::vector<RankPosition> p = {
+      {3, "phase inventory"}, {2, "topology"}, {3, "phase inventory"}, {3, "phase inventory"}};
   std::map<std::int64_t, StepSeen> steps = {{2, {"topology", 9, 5}},
                                             {3, {"phase inventory", 5.1, 5}}};
   StallReport r = assess_positions(p, names(4), steps);
@@ -60,9 +58,8 @@ TEST(Watchdog, BlamesTheSlowestNotThoseWaitingForIt) {
 }
 
 TEST(Watchdog, SeveralLaggardsAllNamed) {
-  std::vector<RankPosition> p = {{5, "barrier after inventory"},
-                                 {4, "phase inventory"},
-                                 {4, "phase inventory"}};
+  std::vector<RankPosition> p = {
+      {5, "barrier after inventory"}, {4, "phase inventory"}, {4, "phase inventory"}};
   std::map<std::int64_t, StepSeen> steps = {{4, {"phase inventory", 40, 30}},
                                             {5, {"barrier after inventory", 31, 30}}};
   StallReport r = assess_positions(p, names(3), steps);

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -12,6 +15,8 @@ namespace shakedown {
 namespace {
 
 const std::string kDgx = std::string(SHAKEDOWN_TEST_DATA) + "/topology/dgx_like.xml";
+// cpu_2x2x8.xml with the allowed cpuset cut to PUs 0-8, as a cgroup or container would.
+const std::string kCpuset = std::string(SHAKEDOWN_TEST_DATA) + "/topology/cpu_2x2x8_cpuset.xml";
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -97,7 +102,11 @@ TEST(TopologyDiscoveryXml, RankOnSavedTopology) {
   EXPECT_EQ(r.local_size, 2);
   EXPECT_EQ(r.node_cores, 48);
   EXPECT_EQ(r.node_pus, 96);
-  EXPECT_EQ(r.nics.size(), 9u);
+  // Nothing disallowed in this XML: the job may use the whole machine.
+  EXPECT_EQ(r.allowed_cpus, "0-95");
+  EXPECT_EQ(r.allowed_cores, 48);
+  EXPECT_EQ(r.allowed_pus, 96);
+  EXPECT_EQ(r.nic.rfind("mlx5_", 0), 0u) << r.nic;  // nearest NIC; the node's list is in inventory
   if (r.gpu_count == 0) {
     // No GPU on this test machine: the note says why, and that the PCI bus does have some.
     EXPECT_TRUE(contains(r.gpu_note, "hwloc sees 8 NVIDIA GPU(s)")) << r.gpu_note;
@@ -118,6 +127,21 @@ TEST(TopologyDiscoveryXml, NodeOnSavedTopology) {
   EXPECT_EQ(n.nics.size(), 9u);
 }
 
+// A job cpuset smaller than the machine: the node counts stay the machine's, the allowed counts
+// say what the job may use (a core counts when any of its threads is allowed).
+TEST(TopologyDiscoveryXml, AllowedCpusetOfAJob) {
+  const auto topo = HwlocTopology::from_xml_file(kCpuset);
+  const RankInfo r = discover_rank(topo, 0, 0, 0, 1);
+  EXPECT_EQ(r.node_cores, 32);
+  EXPECT_EQ(r.node_pus, 64);
+  EXPECT_EQ(r.allowed_cpus, "0-8");
+  EXPECT_EQ(r.allowed_pus, 9);
+  EXPECT_EQ(r.allowed_cores, 5);  // cores 0-3 whole, core 4 by one thread
+  const NodeInventory n = discover_node(topo, 0);
+  EXPECT_EQ(n.cores, 32);
+  EXPECT_EQ(n.pus, 64);
+}
+
 TEST(TopologyDiscoveryXml, MissingFileIsAUsageError) {
   EXPECT_THROW(HwlocTopology::from_xml_file(kDgx + ".missing"), UsageError);
 }
@@ -133,6 +157,16 @@ TEST(TopologyDiscoveryLive, Rank) {
   EXPECT_EQ(r.cpu_count, static_cast<int>(cpus->size()));
   EXPECT_GE(r.node_cores, 1);
   EXPECT_GE(r.node_pus, r.node_cores);
+  // This process runs inside what it may use; the counts fit in the machine.
+  const auto allowed = parse_cpu_list(r.allowed_cpus);
+  ASSERT_TRUE(allowed);
+  EXPECT_FALSE(allowed->empty());
+  EXPECT_TRUE(std::includes(allowed->begin(), allowed->end(), cpus->begin(), cpus->end()))
+      << "cpus " << r.cpus << " allowed " << r.allowed_cpus;
+  EXPECT_EQ(r.allowed_pus, static_cast<int>(allowed->size()));
+  EXPECT_GE(r.allowed_cores, 1);
+  EXPECT_LE(r.allowed_cores, r.node_cores);
+  EXPECT_LE(r.allowed_pus, r.node_pus);
   EXPECT_FALSE(r.numa.empty());
   if (r.gpu_count == 0) {
     EXPECT_FALSE(r.gpu_note.empty());
@@ -147,7 +181,32 @@ TEST(TopologyDiscoveryLive, Rank) {
     EXPECT_FALSE(r.gpu.pci_bus_id.empty());
     EXPECT_GT(r.gpu.memory_bytes, 0u);
   }
-  for (const auto& n : r.nics) EXPECT_NE(n.name, "lo");
+  EXPECT_NE(r.nic, "lo");
+}
+
+// Plans number GPUs in PCI bus order; CUDA must too (its default is fastest first). A value the
+// user set is theirs to keep.
+TEST(TopologyDiscoveryLive, AsksCudaForPciBusOrderUnlessSet) {
+#if SHAKEDOWN_HAVE_CUDA
+  const char* before = std::getenv("CUDA_DEVICE_ORDER");
+  const std::optional<std::string> saved =
+      before != nullptr ? std::optional<std::string>(before) : std::nullopt;
+  unsetenv("CUDA_DEVICE_ORDER");
+  (void)cuda_devices();
+  const char* set = std::getenv("CUDA_DEVICE_ORDER");
+  ASSERT_NE(set, nullptr);
+  EXPECT_STREQ(set, "PCI_BUS_ID");
+  setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST", 1);
+  (void)cuda_devices();
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_ORDER"), "FASTEST_FIRST");
+  if (saved) {
+    setenv("CUDA_DEVICE_ORDER", saved->c_str(), 1);
+  } else {
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 TEST(TopologyDiscoveryLive, RejectsInconsistentPlacement) {

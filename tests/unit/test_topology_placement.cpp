@@ -8,7 +8,8 @@
 namespace shakedown {
 namespace {
 
-// A bound rank on an 8-core / 16-thread host (PU c and c+8 are the threads of core c).
+// A bound rank on an 8-core / 16-thread host (PU c and c+8 are the threads of core c), in a job
+// that may use the whole host.
 RankInfo rank_at(int rank, int node, int local, const std::string& host, const std::string& cpus) {
   RankInfo r;
   r.rank = rank;
@@ -18,7 +19,23 @@ RankInfo rank_at(int rank, int node, int local, const std::string& host, const s
   r.cpus = cpus;
   r.node_cores = 8;
   r.node_pus = 16;
+  r.allowed_cpus = "0-15";
+  r.allowed_cores = 8;
+  r.allowed_pus = 16;
   r.gpu_note = "built without CUDA";
+  return r;
+}
+
+// A rank on a 64-core / 128-thread host (core c has PUs c and c+64) inside a job cpuset of
+// `allowed` (Slurm cgroup, docker --cpuset-cpus), bound to `cpus` (== allowed: not bound).
+RankInfo rank_in_cpuset(int rank, const std::string& host, const std::string& cpus,
+                        const std::string& allowed, int allowed_cores) {
+  RankInfo r = rank_at(rank, 0, rank, host, cpus);
+  r.node_cores = 64;
+  r.node_pus = 128;
+  r.allowed_cpus = allowed;
+  r.allowed_cores = allowed_cores;
+  r.allowed_pus = 2 * allowed_cores;
   return r;
 }
 
@@ -222,16 +239,121 @@ TEST(TopologyPlacement, SameCpusOnDifferentHostsIsFine) {
   EXPECT_EQ(find(check_placement(ranks, {}), kCheckOversubscription).status, CheckStatus::kPass);
 }
 
+// Unbound = CPUs equal to what the job may use (here the whole host).
 TEST(TopologyPlacement, UnboundRanksAreCountedAgainstCores) {
   std::vector<RankInfo> ranks;
   for (int i = 0; i < 4; ++i) ranks.push_back(rank_at(i, 0, i, "h1", "0-15"));
   auto c = find(check_placement(ranks, {}), kCheckOversubscription);
   EXPECT_EQ(c.status, CheckStatus::kPass) << c.reason;
   EXPECT_TRUE(contains(c.reason, "ranks 0-3 not bound")) << c.reason;
+  EXPECT_FALSE(contains(c.reason, "cpuset")) << "the whole host is allowed: " << c.reason;
   for (int i = 4; i < 12; ++i) ranks.push_back(rank_at(i, 0, i, "h1", "0-15"));
   c = find(check_placement(ranks, {}), kCheckOversubscription);
   EXPECT_EQ(c.status, CheckStatus::kFail);
   EXPECT_TRUE(contains(c.reason, "host h1 runs 12 ranks on 8 cores")) << c.reason;
+}
+
+// Records without the allowed cpuset (files from older writers): unbound = every CPU of the host.
+TEST(TopologyPlacement, UnboundWithoutAllowedCpusetMeansEveryCpuOfTheHost) {
+  std::vector<RankInfo> ranks;
+  for (int i = 0; i < 4; ++i) {
+    RankInfo r = rank_at(i, 0, i, "h1", "0-15");
+    r.allowed_cpus.clear();
+    r.allowed_cores = 0;
+    r.allowed_pus = 0;
+    ranks.push_back(r);
+  }
+  auto c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "ranks 0-3 not bound")) << c.reason;
+  for (auto& r : ranks) r.cpus = "0-7";  // not the whole host: bound, to the same CPUs
+  c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_TRUE(contains(c.reason, "ranks 0 and 1 on host h1 are both bound to CPUs 0-7"))
+      << c.reason;
+}
+
+// Slurm cgroup / docker --cpuset-cpus: unbound ranks all get the job's 8 of 64 cores. They are
+// not bound to the same CPUs (the old false FAIL); they are counted against those 8 cores.
+TEST(TopologyPlacement, UnboundRanksInAJobCpusetAreCountedAgainstItsCores) {
+  const std::string allowed = "0-7,64-71";
+  std::vector<RankInfo> ranks;
+  for (int i = 0; i < 4; ++i) ranks.push_back(rank_in_cpuset(i, "c1", allowed, allowed, 8));
+  auto c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "ranks 0-3 not bound")) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "host c1: CPUs 0-7,64-71, 8 of 64 cores")) << c.reason;
+
+  for (int i = 4; i < 12; ++i) ranks.push_back(rank_in_cpuset(i, "c1", allowed, allowed, 8));
+  c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kFail) << c.reason;
+  EXPECT_TRUE(contains(c.reason,
+                       "host c1 runs 12 ranks on the 8 cores this job may use there (CPUs "
+                       "0-7,64-71 of the host's 64 cores)"))
+      << c.reason;
+  EXPECT_TRUE(contains(c.reason, "srun --cpus-per-task")) << c.reason;
+  EXPECT_FALSE(contains(c.reason, "both bound")) << c.reason;
+
+  PlacementOptions allow;
+  allow.allow_oversubscribe = true;
+  EXPECT_EQ(find(check_placement(ranks, allow), kCheckOversubscription).status, CheckStatus::kWarn);
+}
+
+// Ranks bound to distinct cores inside the job's cpuset pass; two on one core still fail.
+TEST(TopologyPlacement, BoundRanksInsideAJobCpuset) {
+  const std::string allowed = "0-7,64-71";
+  std::vector<RankInfo> ranks;
+  for (int i = 0; i < 8; ++i) {
+    const std::string core = std::to_string(i) + "," + std::to_string(i + 64);
+    ranks.push_back(rank_in_cpuset(i, "c1", core, allowed, 8));
+  }
+  auto c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.reason;
+  EXPECT_FALSE(contains(c.reason, "not bound")) << c.reason;
+  ranks[7].cpus = "6,70";
+  c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_TRUE(contains(c.reason, "ranks 6 and 7 on host c1 are both bound to CPUs 6,70"))
+      << c.reason;
+}
+
+// Two hosts, each with its own job cpuset: counted per host.
+TEST(TopologyPlacement, JobCpusetIsPerHost) {
+  std::vector<RankInfo> ranks;
+  for (int i = 0; i < 4; ++i) {
+    RankInfo r = rank_in_cpuset(i, i < 2 ? "c1" : "c2", "", "", 0);
+    r.allowed_cpus = i < 2 ? "0-1,64-65" : "10,74";
+    r.allowed_cores = i < 2 ? 2 : 1;
+    r.cpus = r.allowed_cpus;
+    r.node_index = i / 2;
+    ranks.push_back(r);
+  }
+  const auto c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_TRUE(contains(c.reason, "host c2 runs 2 ranks on the 1 core this job may use there"))
+      << c.reason;
+  EXPECT_FALSE(contains(c.reason, "host c1 runs")) << c.reason;
+}
+
+// Per-task cpusets (each rank confined to its own set): each set holds its own ranks.
+TEST(TopologyPlacement, RanksConfinedToDifferentCpusetsOnOneHost) {
+  std::vector<RankInfo> ranks;
+  for (int i = 0; i < 4; ++i) {
+    const std::string own = std::to_string(2 * i) + "-" + std::to_string(2 * i + 1);
+    ranks.push_back(rank_in_cpuset(i, "c1", own, own, 2));
+  }
+  auto c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.reason;
+  // Three ranks in a set of 2 cores do not fit.
+  for (int i = 1; i < 3; ++i) {
+    ranks[static_cast<std::size_t>(i)].cpus = "0-1";
+    ranks[static_cast<std::size_t>(i)].allowed_cpus = "0-1";
+  }
+  c = find(check_placement(ranks, {}), kCheckOversubscription);
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_TRUE(
+      contains(c.reason, "ranks 0-2 on host c1 are not bound and may only use CPUs 0-1 (2 cores)"))
+      << c.reason;
 }
 
 // Two virtual nodes of 2 ranks each on one 2-core laptop: the nodes look fine, the host is full.
@@ -241,6 +363,9 @@ TEST(TopologyPlacement, VirtualNodesShareTheHost) {
     RankInfo r = rank_at(i, i / 2, i % 2, "laptop", "0-1");
     r.node_cores = 2;
     r.node_pus = 2;
+    r.allowed_cpus = "0-1";
+    r.allowed_cores = 2;
+    r.allowed_pus = 2;
     ranks.push_back(r);
   }
   PlacementOptions opt;

@@ -52,16 +52,18 @@ TEST(TopologyPlan, DgxLike2x8MatchesHandWrittenRankfile) {
   const Plan plan = make_plan(req);
   EXPECT_EQ(plan.rankfile, read_text(kData + "dgx_like_2x8.rankfile"));
   EXPECT_EQ(plan.cores_per_rank, 6);
+  // GPU g is the g-th in PCI bus order: CUDA must number them the same way.
   EXPECT_EQ(plan.mpirun_command,
-            "mpirun -np 16 --host node0:8,node1:8 --map-by ppr:8:node:PE=6 --bind-to core "
-            "--report-bindings "
-            "shakedown run");
+            "mpirun -np 16 --host node0:8,node1:8 -x CUDA_DEVICE_ORDER=PCI_BUS_ID "
+            "--map-by ppr:8:node:PE=6 --bind-to core --report-bindings shakedown run");
   EXPECT_EQ(plan.mpirun_rankfile_command,
-            "mpirun -np 16 --host node0:8,node1:8 -rf rankfile --report-bindings shakedown run");
+            "mpirun -np 16 --host node0:8,node1:8 -x CUDA_DEVICE_ORDER=PCI_BUS_ID -rf rankfile "
+            "--report-bindings shakedown run");
   EXPECT_EQ(plan.srun_options,
             "--nodes=2 --ntasks-per-node=8 --cpus-per-task=12 --cpu-bind=cores --gpus-per-node=8 "
-            "--mpi=pmix");
+            "--export=ALL,CUDA_DEVICE_ORDER=PCI_BUS_ID --mpi=pmix");
   EXPECT_TRUE(any_note(plan, "binds the same cores as the rankfile"));
+  EXPECT_TRUE(any_note(plan, "CUDA_DEVICE_ORDER=PCI_BUS_ID"));
 }
 
 // Each binding, checked against the XML layout: core c has PUs c and c+48; NUMA n has cores
@@ -97,7 +99,7 @@ TEST(TopologyPlan, DgxLike4x4WithHostfileMatchesHandWrittenRankfile) {
   EXPECT_EQ(plan.rankfile, read_text(kData + "dgx_like_4x4.rankfile"));
   EXPECT_EQ(plan.srun_options,
             "--nodes=4 --ntasks-per-node=4 --cpus-per-task=12 --cpu-bind=cores --gpus-per-node=4 "
-            "--mpi=pmix "
+            "--export=ALL,CUDA_DEVICE_ORDER=PCI_BUS_ID --mpi=pmix "
             "--nodelist=gpu-a01,gpu-a02,gpu-b01,gpu-b02");
   EXPECT_TRUE(any_note(plan, "the other 4 stay idle")) << "GPUs 4-7 unused must be said";
   EXPECT_TRUE(any_note(plan, "24 of 48 cores stay idle"));
@@ -111,6 +113,10 @@ TEST(TopologyPlan, CpuOnly1x6MatchesHandWrittenRankfile) {
   EXPECT_EQ(plan.rankfile, read_text(kData + "cpu_2x2x8_1x6.rankfile"));
   EXPECT_EQ(plan.srun_options,
             "--nodes=1 --ntasks-per-node=6 --cpus-per-task=8 --cpu-bind=cores --mpi=pmix");
+  // No GPU: nothing to order.
+  EXPECT_EQ(plan.mpirun_rankfile_command,
+            "mpirun -np 6 --host node0:6 -rf rankfile --report-bindings shakedown run");
+  EXPECT_FALSE(any_note(plan, "CUDA_DEVICE_ORDER"));
   // ppr would give local rank 5 cores 20-23; the NUMA-aware plan gives it 24-27.
   EXPECT_TRUE(any_note(plan, "NOT the cores nearest"));
   EXPECT_EQ(plan.bindings[5].cpus, "48-55");  // synthetic numbering: core c has PUs 2c, 2c+1
@@ -139,8 +145,8 @@ TEST(TopologyPlan, CustomRankfilePathAndCommand) {
   req.command = "./shakedown run --config smoke.yaml";
   const Plan plan = make_plan(req);
   EXPECT_EQ(plan.mpirun_rankfile_command,
-            "mpirun -np 8 --host node0:8 -rf /tmp/job.rf --report-bindings ./shakedown run "
-            "--config smoke.yaml");
+            "mpirun -np 8 --host node0:8 -x CUDA_DEVICE_ORDER=PCI_BUS_ID -rf /tmp/job.rf "
+            "--report-bindings ./shakedown run --config smoke.yaml");
 }
 
 TEST(TopologyPlan, RejectsBadRequests) {

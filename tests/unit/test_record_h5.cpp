@@ -1,5 +1,7 @@
 // The HDF5 helper layer (record/h5.hpp): ids, the check macro, attributes, datasets, tables.
 #include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
 #include <unistd.h>
 
 #include <cstdint>
@@ -13,29 +15,7 @@
 namespace shakedown {
 namespace {
 
-// A private temporary folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("shakedown_record_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-             "_" + info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using testing_support::TempDir;
 
 TEST(RecordH5, CheckMacroThrowsWithLocationAndHdf5Message) {
   h5::quiet_errors();

@@ -4,6 +4,8 @@
 // non-default value must come back equal (operator==) through JSON and through the file, and the
 // field counts below stop the build when a field is added to a struct without updating them.
 #include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
 #include <unistd.h>
 
 #include <cstddef>
@@ -225,26 +227,7 @@ TEST(RecordSerialize, TablesListEveryField) {
   EXPECT_EQ(tables::check_fields().size(), field_count<CheckResult>());
 }
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("shakedown_serialize_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using testing_support::TempDir;
 
 RunMeta sample_meta(int world) {
   RunMeta m;

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "analysis/collectives_report.hpp"
 #include "analysis/reporters/text.hpp"
 #include "record/schema.hpp"
 
@@ -25,6 +26,10 @@ Verdict compute_verdict(const RunFile& file) {
       reason = file.attr_string("/", schema::kAttrAbortReason);
     }
     v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
+  } else if (const std::uint64_t wrong = collectives_wrong(file); wrong > 0) {
+    v.code = ExitCode::kRuntime;
+    v.headline = "DATA CORRUPTION: " + std::to_string(wrong) +
+                 " wrong elements in the collectives (see the #wrong columns)";
   } else if (!v.failed.empty()) {
     v.code = ExitCode::kCheckFailed;
     v.headline = "FAIL:";
@@ -47,6 +52,7 @@ std::string format_summary(const RunFile& file, const Verdict& verdict) {
   auto nodes = file.inventory();
   if (!nodes.empty()) os << "\ninventory\n" << format_inventory(nodes);
   os << "\nclock\n" << format_clock(file.clock_offsets_us(), file.clock_rtt_us());
+  if (std::string c = format_collectives(file); !c.empty()) os << "\ncollectives\n" << c;
   os << "\nverdict: " << verdict.headline << " (exit " << static_cast<int>(verdict.code) << ")\n";
   return os.str();
 }

@@ -145,7 +145,7 @@ void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, R
     if (std::find(config.phases.begin(), config.phases.end(), name) == config.phases.end()) {
       continue;
     }
-    if (auto stall = faults.find("stall", ctx.rank(), name)) {
+    if (auto stall = faults.find("stall", ctx.rank(), name); stall && stall->step == 0) {
       std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before phase %s\n",
                    ctx.describe_rank(ctx.rank()).c_str(), stall->seconds, name.c_str());
       std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));

@@ -5,6 +5,7 @@ namespace shakedown {
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
       {"inventory", run_inventory},
+      {"collectives", run_collectives},
   };
   return kTable;
 }

@@ -83,7 +83,15 @@ PropList file_access() {
 File create_file(const std::filesystem::path& path) {
   quiet_errors();
   PropList fapl = file_access();
-  return File(SD_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())));
+  // The 1.10 file format: compact chunk indexes (extensible arrays) for the growing datasets,
+  // a fraction of the metadata of the 1.8 B-trees. h5py and pandas on HDF5 >= 1.10 read it.
+  SD_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
+  // Every write reopens the file, and appends rewrite the last chunk of growing datasets: keep
+  // the free-space information in the file so space freed in one session is reused in the next,
+  // instead of the file growing by a chunk per append.
+  PropList fcpl(SD_H5_CHECK(H5Pcreate(H5P_FILE_CREATE)));
+  SD_H5_CHECK(H5Pset_file_space_strategy(fcpl.get(), H5F_FSPACE_STRATEGY_FSM_AGGR, 1, 1));
+  return File(SD_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())));
 }
 
 File open_file(const std::filesystem::path& path, bool writable) {
@@ -434,6 +442,185 @@ bool is_compressed(hid_t loc, const std::string& path) {
     if (id == H5Z_FILTER_DEFLATE) return true;
   }
   return false;
+}
+
+// ---------------------------------------------------------------- growing datasets
+
+namespace {
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += dims[i] == H5S_UNLIMITED ? std::string("unlimited") : std::to_string(dims[i]);
+  }
+  return out + "]";
+}
+
+// "float64", "int64", "uint32"...: enough to tell two element types apart in a message.
+std::string type_name(hid_t type) {
+  const H5T_class_t c = H5Tget_class(type);
+  const std::string bits = std::to_string(8 * H5Tget_size(type));
+  if (c == H5T_FLOAT) return "float" + bits;
+  if (c == H5T_INTEGER) return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + bits;
+  return "non-numeric";
+}
+
+// Whole rows per chunk, so appending a row never splits one and reading a row prefix (the sizes
+// measured so far) touches few chunks. Rows larger than kChunkTargetBytes are cut like
+// write_dataset's chunks.
+std::vector<hsize_t> append_chunk_dims(const Dims& row_dims, std::size_t element_size) {
+  std::uint64_t row_bytes = element_size;
+  for (std::uint64_t d : row_dims) row_bytes *= d;
+  std::vector<hsize_t> chunk{1};
+  if (row_bytes < kAppendChunkMinBytes) {
+    chunk[0] = (kAppendChunkMinBytes + row_bytes - 1) / row_bytes;
+  }
+  const std::vector<hsize_t> inner = chunk_dims(row_dims, element_size);
+  chunk.insert(chunk.end(), inner.begin(), inner.end());
+  return chunk;
+}
+
+template <class T>
+void create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
+                       const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
+                       hid_t file_type) {
+  std::vector<hsize_t> max_shape = shape;
+  max_shape[0] = H5S_UNLIMITED;
+  Dataspace space(SD_H5_CHECK(
+      H5Screate_simple(static_cast<int>(shape.size()), shape.data(), max_shape.data())));
+  PropList dcpl(SD_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  const Dims row_dims(shape.begin() + 1, shape.end());
+  const std::vector<hsize_t> chunk = append_chunk_dims(row_dims, sizeof(T));
+  SD_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
+  if (compression > 0 && deflate_available()) {
+    SD_H5_CHECK(H5Pset_shuffle(dcpl.get()));
+    SD_H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(compression, 9))));
+  }
+  PropList lcpl = intermediate_groups();
+  Dataset dset(SD_H5_CHECK(
+      H5Dcreate2(loc, path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT)));
+  if (!rows.empty()) {
+    SD_H5_CHECK(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
+  }
+  dset.close();
+}
+
+// Opens `path` for appending rows of `row_dims` stored as `file_type`; InternalError when it is
+// something else (a group, a fixed-size dataset from write_dataset, other type or row shape).
+Dataset open_appendable(hid_t loc, const std::string& path, const Dims& row_dims, hid_t file_type) {
+  const std::string where = "cannot append rows to '" + path + "': ";
+  {
+    Object obj = open_object(loc, path);
+    if (H5Iget_type(obj.get()) != H5I_DATASET) {
+      throw InternalError(where + "it is a group, not a dataset");
+    }
+  }
+  Dataset dset(SD_H5_CHECK(H5Dopen2(loc, path.c_str(), H5P_DEFAULT)));
+  Datatype type(SD_H5_CHECK(H5Dget_type(dset.get())));
+  if (SD_H5_CHECK(H5Tequal(type.get(), file_type)) <= 0) {
+    throw InternalError(where + "it holds " + type_name(type.get()) + " values, these rows are " +
+                        type_name(file_type) + "; append one element type per dataset");
+  }
+  Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
+  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  std::vector<hsize_t> max_dims(static_cast<std::size_t>(rank));
+  if (rank > 0) {
+    SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data()));
+  }
+  if (rank == 0 || max_dims[0] != H5S_UNLIMITED) {
+    throw InternalError(where + "its shape " + dims_text(dims) +
+                        " is fixed (written by write_dataset?); only datasets created by "
+                        "append_rows grow");
+  }
+  const std::vector<hsize_t> want = to_hsize(row_dims);
+  if (!std::equal(dims.begin() + 1, dims.end(), want.begin(), want.end())) {
+    throw InternalError(where + "rows of shape " + dims_text(want) + " do not fit shape " +
+                        dims_text(dims) + "; every row of one dataset has the same shape");
+  }
+  return dset;
+}
+
+template <class T>
+void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> rows,
+                      const Dims& row_dims, int compression, hid_t mem_type, hid_t file_type) {
+  std::uint64_t per_row = 1;
+  for (std::uint64_t d : row_dims) per_row *= d;
+  if (per_row == 0) {
+    throw InternalError("cannot append rows to '" + path + "': row shape " +
+                        dims_text(to_hsize(row_dims)) + " has a zero dimension");
+  }
+  if (rows.size() % per_row != 0) {
+    throw InternalError("cannot append rows to '" + path + "': " + std::to_string(rows.size()) +
+                        " values are not whole rows of shape " + dims_text(to_hsize(row_dims)) +
+                        " (" + std::to_string(per_row) + " values each)");
+  }
+  const hsize_t new_rows = rows.size() / per_row;
+  std::vector<hsize_t> count{new_rows};
+  count.insert(count.end(), row_dims.begin(), row_dims.end());
+  if (!exists(loc, path)) {
+    create_appendable(loc, path, rows, count, compression, mem_type, file_type);
+    return;
+  }
+  Dataset dset = open_appendable(loc, path, row_dims, file_type);
+  if (new_rows == 0) return;
+  std::vector<hsize_t> extent(count.size());
+  {
+    Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
+    SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr));
+  }
+  const hsize_t old_rows = extent[0];
+  extent[0] = old_rows + new_rows;
+  SD_H5_CHECK(H5Dset_extent(dset.get(), extent.data()));
+  Dataspace file_space(SD_H5_CHECK(H5Dget_space(dset.get())));
+  std::vector<hsize_t> start(count.size(), 0);
+  start[0] = old_rows;
+  SD_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                  count.data(), nullptr));
+  Dataspace mem_space(
+      SD_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
+  SD_H5_CHECK(
+      H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, rows.data()));
+  dset.close();
+}
+
+}  // namespace
+
+void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
+                 const Dims& row_dims, int compression) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+}
+
+void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
+                 const Dims& row_dims, int compression) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_INT64, H5T_STD_I64LE);
+}
+
+void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
+                 const Dims& row_dims, int compression) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_UINT64, H5T_STD_U64LE);
+}
+
+DatasetLayout dataset_layout(hid_t loc, const std::string& path) {
+  Dataset dset = open_dataset(loc, path);
+  Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
+  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  std::vector<hsize_t> max_dims(static_cast<std::size_t>(rank));
+  if (rank > 0) {
+    SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data()));
+  }
+  DatasetLayout out;
+  out.dims.assign(dims.begin(), dims.end());
+  out.max_dims.assign(max_dims.begin(), max_dims.end());
+  PropList dcpl(SD_H5_CHECK(H5Dget_create_plist(dset.get())));
+  if (SD_H5_CHECK(H5Pget_layout(dcpl.get())) == H5D_CHUNKED && rank > 0) {
+    std::vector<hsize_t> chunk(static_cast<std::size_t>(rank));
+    SD_H5_CHECK(H5Pget_chunk(dcpl.get(), rank, chunk.data()));
+    out.chunk.assign(chunk.begin(), chunk.end());
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- tables

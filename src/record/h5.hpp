@@ -143,6 +143,33 @@ std::vector<std::uint64_t> read_dataset_uint64(hid_t loc, const std::string& pat
 // Dataset creation properties, e.g. for tests: true when chunked with the deflate filter.
 bool is_compressed(hid_t loc, const std::string& path);
 
+// ---- growing datasets: shape [N, row_dims...], first dimension unlimited ----
+// For results that arrive one piece at a time (one message size of a sweep), so a run that dies
+// mid-sweep keeps every row already written. The first call creates `path` (and missing parent
+// groups) with N = rows.size() / prod(row_dims); later calls grow N with H5Dset_extent and write
+// the new rows behind the old ones. row_dims may be empty (a 1-D [N] dataset of scalars).
+// Chunks hold whole rows: 1 row when a row is at least kAppendChunkMinBytes, else as many rows as
+// make kAppendChunkMinBytes; a row above kChunkTargetBytes is split like write_dataset's chunks.
+// Always chunked, so with compression > 0 always shuffle + deflate: the total size is unknown at
+// creation, and deflate also shrinks the unfilled tail of the last chunk to almost nothing.
+// InternalError (naming `path`): rows.size() not a multiple of prod(row_dims), a zero in
+// row_dims, or `path` exists but is not an appendable dataset of this element type and row shape.
+inline constexpr std::uint64_t kAppendChunkMinBytes = 64 * 1024;
+void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
+                 const Dims& row_dims, int compression);
+void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
+                 const Dims& row_dims, int compression);
+void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
+                 const Dims& row_dims, int compression);
+// Shape and maximum shape of a dataset (H5S_UNLIMITED as UINT64_MAX), chunk shape (empty when not
+// chunked): for tests and diagnostics.
+struct DatasetLayout {
+  Dims dims;
+  Dims max_dims;
+  Dims chunk;
+};
+DatasetLayout dataset_layout(hid_t loc, const std::string& path);
+
 // ---- column tables (1-D compound datasets) ----
 // Held column by column in memory; on disk one compound row per entry, string columns as UTF-8
 // variable-length strings, so h5py/pandas read them as a structured array.

@@ -197,6 +197,23 @@ bool RunFile::has(const std::string& path) const {
   return read_file(path_, "'" + p + "'", [&](hid_t file) { return h5::exists(file, p); });
 }
 
+std::vector<std::string> RunFile::children(const std::string& path) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "members of '" + p + "'", [&](hid_t file) {
+    std::vector<std::string> names;
+    if (!h5::exists(file, p)) return names;
+    h5::Object obj = h5::open_object(file, p);
+    if (H5Iget_type(obj.get()) != H5I_GROUP) return names;
+    auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+      static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+      return 0;
+    };
+    hsize_t index = 0;
+    SD_H5_CHECK(H5Literate(obj.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names));
+    return names;
+  });
+}
+
 bool RunFile::has_attr(const std::string& path, const std::string& name) const {
   const std::string p = absolute_path(path);
   return read_file(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {

@@ -38,6 +38,8 @@ class RunFile {
   // True when the group or dataset at `path` exists ("/" always does).
   bool has(const std::string& path) const;
   bool has_attr(const std::string& path, const std::string& name) const;
+  // Names of the members of the group at `path`, in name order; empty when it is not a group.
+  std::vector<std::string> children(const std::string& path) const;
   // Any numeric dataset, converted, row-major; `dims` gets its shape. UsageError when missing.
   std::vector<double> read_doubles(const std::string& path,
                                    std::vector<std::uint64_t>* dims = nullptr) const;

@@ -11,20 +11,6 @@ namespace shakedown {
 
 namespace {
 
-// Opens the .partial read-write, runs `fn` on the file id, flushes and closes it; any error comes
-// out with "writing <what> to '<file>'" in front.
-template <class Fn>
-void edit_file(const std::filesystem::path& partial, const std::string& what, Fn&& fn) {
-  try {
-    h5::File file = h5::open_file(partial, /*writable=*/true);
-    fn(file.get());
-    h5::flush(file.get());
-    file.close();
-  } catch (const Error& e) {
-    h5::rethrow_with_context(e, "writing " + what + " to '" + partial.string() + "'");
-  }
-}
-
 std::string absolute_path(const std::string& path) {
   return !path.empty() && path.front() == '/' ? path : "/" + path;
 }
@@ -135,7 +121,7 @@ void RunWriter::write_topology(const std::vector<RankInfo>& ranks,
   require_open("write_topology");
   const h5::Table rank_table = tables::to_table(ranks, tables::rank_fields());
   const h5::Table check_table = tables::to_table(placement_checks, tables::check_fields());
-  edit_file(partial_path_, "topology", [&](hid_t file) {
+  edit("topology", [&](hid_t file) {
     h5::write_table(file, schema::ranks::kPath, rank_table, compression_);
     h5::write_table(file, schema::kPlacementChecks, check_table, compression_);
   });
@@ -152,7 +138,7 @@ void RunWriter::write_inventory(const std::vector<NodeInventory>& nodes) {
   const h5::Table node_table = tables::to_table(nodes, tables::node_fields());
   const h5::Table gpu_table = tables::to_table(gpus, tables::gpu_fields());
   const h5::Table nic_table = tables::to_table(nics, tables::nic_fields());
-  edit_file(partial_path_, "inventory", [&](hid_t file) {
+  edit("inventory", [&](hid_t file) {
     h5::write_table(file, schema::nodes::kPath, node_table, compression_);
     h5::write_table(file, schema::gpus::kPath, gpu_table, compression_);
     h5::write_table(file, schema::nics::kPath, nic_table, compression_);
@@ -165,7 +151,7 @@ void RunWriter::write_clock(std::span<const double> offset_us, std::span<const d
     throw InternalError("write_clock: " + std::to_string(offset_us.size()) + " offsets but " +
                         std::to_string(rtt_us.size()) + " round trips; both are [world]");
   }
-  edit_file(partial_path_, "clock offsets", [&](hid_t file) {
+  edit("clock offsets", [&](hid_t file) {
     h5::write_dataset(file, schema::kClockOffsetUs, offset_us, {offset_us.size()}, compression_);
     h5::write_dataset(file, schema::kClockRttUs, rtt_us, {rtt_us.size()}, compression_);
   });
@@ -174,24 +160,80 @@ void RunWriter::write_clock(std::span<const double> offset_us, std::span<const d
 void RunWriter::write_array(const std::string& path, std::span<const double> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
-    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
-  });
+  edit("'" + path + "'",
+       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
 }
 
 void RunWriter::write_array(const std::string& path, std::span<const std::int64_t> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
-    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
-  });
+  edit("'" + path + "'",
+       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
 }
 
 void RunWriter::write_array(const std::string& path, std::span<const std::uint64_t> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit_file(partial_path_, "'" + path + "'", [&](hid_t file) {
-    h5::write_dataset(file, absolute_path(path), data, dims, compression_);
+  edit("'" + path + "'",
+       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+}
+
+void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& fn) {
+  try {
+    if (batch_file_) {
+      fn(batch_file_->get());
+      return;
+    }
+    h5::File file = h5::open_file(partial_path_, /*writable=*/true);
+    fn(file.get());
+    h5::flush(file.get());
+    file.close();
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "writing " + what + " to '" + partial_path_.string() + "'");
+  }
+}
+
+void RunWriter::batch(const std::function<void()>& fn) {
+  require_open("a batch of writes");
+  if (batch_file_) {
+    fn();
+    return;
+  }
+  try {
+    batch_file_.emplace(h5::open_file(partial_path_, /*writable=*/true));
+  } catch (const Error& e) {
+    h5::rethrow_with_context(e, "opening '" + partial_path_.string() + "' for writing");
+  }
+  struct Close {
+    std::optional<h5::File>& file;
+    ~Close() { file.reset(); }
+  } close{batch_file_};
+  fn();
+  h5::flush(batch_file_->get());
+  batch_file_->close();
+}
+
+void RunWriter::append_rows(const std::string& path, std::span<const double> rows,
+                            const std::vector<std::uint64_t>& row_dims) {
+  require_open("append_rows " + path);
+  edit("rows of '" + path + "'", [&](hid_t file) {
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
+  });
+}
+
+void RunWriter::append_rows(const std::string& path, std::span<const std::int64_t> rows,
+                            const std::vector<std::uint64_t>& row_dims) {
+  require_open("append_rows " + path);
+  edit("rows of '" + path + "'", [&](hid_t file) {
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
+  });
+}
+
+void RunWriter::append_rows(const std::string& path, std::span<const std::uint64_t> rows,
+                            const std::vector<std::uint64_t>& row_dims) {
+  require_open("append_rows " + path);
+  edit("rows of '" + path + "'", [&](hid_t file) {
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
   });
 }
 
@@ -211,14 +253,14 @@ void on_object(hid_t file, const std::string& path, Write&& write) {
 void RunWriter::set_attr(const std::string& object_path, const std::string& name,
                          std::string_view value) {
   require_open("set_attr " + name);
-  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+  edit("attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
     on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
   });
 }
 
 void RunWriter::set_attr(const std::string& object_path, const std::string& name, double value) {
   require_open("set_attr " + name);
-  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+  edit("attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
     on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
   });
 }
@@ -226,7 +268,7 @@ void RunWriter::set_attr(const std::string& object_path, const std::string& name
 void RunWriter::set_attr(const std::string& object_path, const std::string& name,
                          std::int64_t value) {
   require_open("set_attr " + name);
-  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+  edit("attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
     on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
   });
 }
@@ -234,7 +276,7 @@ void RunWriter::set_attr(const std::string& object_path, const std::string& name
 void RunWriter::set_attr(const std::string& object_path, const std::string& name,
                          std::uint64_t value) {
   require_open("set_attr " + name);
-  edit_file(partial_path_, "attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
+  edit("attribute '" + name + "' of '" + object_path + "'", [&](hid_t file) {
     on_object(file, object_path, [&](hid_t obj) { h5::write_attr(obj, name, value); });
   });
 }
@@ -246,7 +288,7 @@ void RunWriter::set_status(const std::string& status) {
                         "' is not a run status (running, complete, aborted)");
   }
   const std::string finished = status == schema::kStatusRunning ? "" : utc_now_iso8601();
-  edit_file(partial_path_, "status '" + status + "'", [&](hid_t file) {
+  edit("status '" + status + "'", [&](hid_t file) {
     h5::Group root = h5::ensure_group(file, schema::kRoot);
     h5::write_attr(root.get(), schema::kAttrStatus, status);
     h5::write_attr(root.get(), schema::kAttrFinishedUtc, finished);

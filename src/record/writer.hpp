@@ -8,6 +8,8 @@
 #include <concepts>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "record/h5.hpp"
 #include "record/run_meta.hpp"
 #include "topology/rank_info.hpp"
 
@@ -53,6 +56,20 @@ class RunWriter {
   void write_array(const std::string& path, std::span<const std::uint64_t> data,
                    const std::vector<std::uint64_t>& dims);
 
+  // Grows the dataset at `path` (absolute, or relative to "/") by whole rows: shape
+  // [N, row_dims...] with N unlimited, so a sweep can store each step (one message size of
+  // /collectives/<scope>/<op>/time_us [S, iters, world]) as soon as it is measured and a run that
+  // dies later keeps it. The first call creates the dataset (and missing groups); later calls
+  // append behind the rows already there. rows.size() must be a multiple of prod(row_dims); the
+  // row shape and element type never change for one path; a path made by write_array does not
+  // grow (InternalError naming the path for each). RunFile's read_* see [N, row_dims...].
+  void append_rows(const std::string& path, std::span<const double> rows,
+                   const std::vector<std::uint64_t>& row_dims);
+  void append_rows(const std::string& path, std::span<const std::int64_t> rows,
+                   const std::vector<std::uint64_t>& row_dims);
+  void append_rows(const std::string& path, std::span<const std::uint64_t> rows,
+                   const std::vector<std::uint64_t>& row_dims);
+
   // A scalar attribute on `object_path` (a group is created there when nothing exists yet).
   // An attribute of the same name is replaced.
   void set_attr(const std::string& object_path, const std::string& name, std::string_view value);
@@ -71,6 +88,11 @@ class RunWriter {
     }
   }
 
+  // Runs `fn` with the file kept open: the writes it makes share one open, flush and close
+  // (many small appends per message size would otherwise each reopen the file). Nested calls
+  // join the outer batch.
+  void batch(const std::function<void()>& fn);
+
   // Root attribute status ("running" | "complete" | "aborted"; InternalError otherwise) and
   // finished_utc = now ("" again for "running"). The file stays .partial.
   void set_status(const std::string& status);
@@ -88,11 +110,15 @@ class RunWriter {
   RunWriter(std::filesystem::path final_path, std::filesystem::path partial_path, int compression);
   // InternalError unless the writer is open (not finished, not moved from).
   void require_open(const std::string& what) const;
+  // Runs `fn` on the open file: the batch's, or opened, flushed and closed for this call alone.
+  // Errors come out with "writing <what> to '<file>'" in front.
+  void edit(const std::string& what, const std::function<void(hid_t)>& fn);
 
   std::filesystem::path final_path_;
   std::filesystem::path partial_path_;
   int compression_ = 0;
   State state_ = State::kOpen;
+  std::optional<h5::File> batch_file_;
 };
 
 }  // namespace shakedown

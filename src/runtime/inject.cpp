@@ -11,7 +11,7 @@
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall", "fail"};
+  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt"};
   return kKinds;
 }
 
@@ -19,7 +19,7 @@ namespace {
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw UsageError("--inject " + std::string(spec) + ": " + why +
-                   ". Syntax: KIND:rank=R,phase=P[,seconds=S] (kinds: " + join(fault_kinds()) +
+                   ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: " + join(fault_kinds()) +
                    ")");
 }
 
@@ -64,6 +64,11 @@ FaultSpec parse_fault(std::string_view spec) {
       if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(f.seconds) ||
           f.seconds < 0) {
         fail(spec, "seconds must be a number >= 0, got '" + value + "'");
+      }
+    } else if (key == "step" && f.kind == "stall") {
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.step);
+      if (ec != std::errc{} || p != value.data() + value.size() || f.step < 0) {
+        fail(spec, "step must be a step number >= 0, got '" + value + "'");
       }
     } else {
       fail(spec, "unknown key '" + key + "'");

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The GPU check, for a machine with an NVIDIA GPU (e.g. one H200): builds the CUDA parts, runs the
+# GPU tests (tests/gpu, the NCCL backend and the pattern kernels on one GPU) and, when this build
+# has it, the collectives phase on the NCCL backend; prints a short table and exits non-zero when
+# anything failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
+#
+# Usage:
+#   scripts/device-check.sh            on the GPU machine
+#   scripts/device-check.sh --bundle   on a build machine (no GPU needed): builds the GPU tests
+#                                      and copies them with the shared libraries they need into
+#                                      build-device-bundle/ (git-ignored). A GPU machine that has
+#                                      CUDA but not shakedown's Debian packages, and cannot
+#                                      install them (no network), runs that bundle instead of
+#                                      building: carry build-device-bundle/ there.
+# Environment:
+#   SHAKEDOWN_DEVICE_BUDGET_S  total seconds for everything (default 480)
+#   SHAKEDOWN_BUILD_DIR        build folder (default build-device)
+#   SHAKEDOWN_DEVICE_OUT       where logs and the run file go (default $OUT if set, else
+#                              <build>/device-check)
+#   SHAKEDOWN_DEVICE_RUN_ARGS  extra arguments for `shakedown run` in the collectives step
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+budget=${SHAKEDOWN_DEVICE_BUDGET_S:-480}
+build=${SHAKEDOWN_BUILD_DIR:-build-device}
+bundle="build-device-bundle"
+deadline=$((SECONDS + budget))
+jobs=$(nproc 2>/dev/null || echo 4)
+
+say() { echo "device-check: $*"; }
+die() {
+  echo "device-check: FAILED: $*" >&2
+  exit 1
+}
+left() { echo $((deadline - SECONDS)); }
+# Seconds for the next step: at most $1, never past the deadline.
+slice() {
+  local l
+  l=$(left)
+  if ((l < $1)); then echo "$l"; else echo "$1"; fi
+}
+need_time() { (($(left) >= $1)) || die "time budget (${budget}s) used up before: $2"; }
+
+# NCCL next to the CUDA toolkit (as on the build machines), else the one pip installed for
+# PyTorch (GPU images often have only that). Prints "<lib dir> <include dir or empty>".
+find_nccl() {
+  local cuda=${CUDA_HOME:-/usr/local/cuda}
+  if compgen -G "$cuda/lib64/libnccl.so*" >/dev/null; then
+    echo "$cuda/lib64 $cuda/include"
+    return 0
+  fi
+  local dir
+  dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) || return 1
+  [[ -n "$dir" && -e "$dir/lib/libnccl.so.2" ]] || return 1
+  if [[ -f "$dir/include/nccl.h" ]]; then echo "$dir/lib $dir/include"; else echo "$dir/lib"; fi
+}
+
+cmake_generator=()
+command -v ninja >/dev/null && cmake_generator=(-G Ninja)
+
+# ---------------------------------------------------------------- --bundle (build machine side)
+if [[ "${1:-}" == "--bundle" ]]; then
+  bbuild=${SHAKEDOWN_BUILD_DIR:-build-device-bundle-build}
+  # --as-needed: the tests use only a few of the libraries the CMake targets link, and the
+  # bundle must stay small enough to carry (libnccl itself is taken from the GPU machine).
+  cmake -S . -B "$bbuild" "${cmake_generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_CUDA=ON \
+    -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed >/dev/null || die "configure (-DSHAKEDOWN_CUDA=ON)"
+  cmake --build "$bbuild" -j "$jobs" --target gpu_tests || die "build of gpu_tests"
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/bin" "$stage/lib"
+  cp "$bbuild/tests/gpu_tests" "$stage/bin/"
+  # Everything ldd resolves except the C/C++ runtime (the GPU machine's own is newer), the driver
+  # and NCCL (hundreds of MB; found there).
+  ldd "$stage/bin/gpu_tests" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+    case "$name" in
+      libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++.so* | \
+        libgcc_s.so* | libcuda.so* | libnvidia* | libnccl.so*) ;;
+      *) cp -L "$path" "$stage/lib/$name" ;;
+    esac
+  done
+  rm -rf "$bundle"
+  mkdir -p "$bundle"
+  # Compressed: the libraries (OpenBLAS alone is 36 MB) must fit what travels to the GPU machine.
+  tar -C "$stage" -czf "$bundle/bundle.tar.gz" bin lib
+  {
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+      "$(git status --short 2>/dev/null | wc -l) changed files"
+    echo "needs $(objdump -T "$stage/bin/gpu_tests" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+  } >"$bundle/BUILT"
+  say "bundle in $bundle/ ($(du -sh "$bundle" | cut -f1)); on the GPU machine run" \
+    "scripts/device-check.sh with $bundle/ carried along"
+  exit 0
+fi
+
+# ---------------------------------------------------------------- is there a GPU?
+if ! command -v nvidia-smi >/dev/null; then
+  say "SKIPPED: no GPU here (nvidia-smi not found); nothing to check"
+  exit 0
+fi
+gpus=$(timeout 30 nvidia-smi -L 2>&1)
+if ! grep -q '^GPU ' <<<"$gpus"; then
+  say "SKIPPED: nvidia-smi lists no GPU: ${gpus:-no output}"
+  exit 0
+fi
+say "GPUs:"
+while IFS= read -r line; do echo "  $line"; done <<<"$gpus"
+
+out=${SHAKEDOWN_DEVICE_OUT:-${OUT:-$build/device-check}}
+mkdir -p "$out"
+results=()  # "name|result|detail"
+failed=0
+
+# ---------------------------------------------------------------- build, or use the bundle
+shakedown_bin=""
+phase_skip=""
+if [[ -f "$bundle/bundle.tar.gz" ]]; then
+  say "using the prebuilt bundle in $bundle/ (no build): $(tr '\n' ' ' <"$bundle/BUILT" 2>/dev/null)"
+  read -r nccl_lib _ < <(find_nccl) || die "no libnccl.so.2 on this machine (looked in" \
+    "${CUDA_HOME:-/usr/local/cuda}/lib64 and python's nvidia.nccl)"
+  unpacked=$(mktemp -d)
+  trap 'rm -rf "$unpacked"' EXIT
+  tar -C "$unpacked" -xzf "$bundle/bundle.tar.gz" || die "cannot unpack $bundle/bundle.tar.gz"
+  extra=""
+  [[ -d /usr/local/nvidia/lib64 ]] && extra=":/usr/local/nvidia/lib64"
+  export LD_LIBRARY_PATH="$unpacked/lib:$nccl_lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  gpu_tests="$unpacked/bin/gpu_tests"
+  missing=$(ldd "$gpu_tests" 2>&1 | grep 'not found')
+  [[ -z "$missing" ]] || die "the bundle's gpu_tests cannot load here:"$'\n'"$missing"
+  say "NCCL from $nccl_lib"
+  phase_skip="bundle mode: no shakedown CLI or MPI launcher here"
+else
+  need_time 60 "installing dependencies"
+  # apt on a machine without network can wait minutes per mirror: bounded.
+  if ! timeout "$(slice 150)" bash scripts/install-deps.sh; then
+    die "shakedown's packages are missing and scripts/install-deps.sh could not install them" \
+      "(no network or no apt?). Build a bundle on a machine that has them:" \
+      "scripts/device-check.sh --bundle, and carry $bundle/ to this one."
+  fi
+  command -v nvcc >/dev/null || [[ -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]] ||
+    die "no nvcc (CUDA toolkit) on this machine: the CUDA parts cannot be built"
+  nccl_args=()
+  if read -r nccl_lib nccl_inc < <(find_nccl) && [[ "$nccl_lib" != "${CUDA_HOME:-/usr/local/cuda}/lib64" ]]; then
+    say "NCCL from $nccl_lib (not next to the CUDA toolkit)"
+    nccl_args=(-DNCCL_LIBRARY="$nccl_lib/libnccl.so.2")
+    [[ -n "${nccl_inc:-}" ]] && nccl_args+=(-DNCCL_INCLUDE_DIR="$nccl_inc")
+    export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  need_time 60 "configure"
+  timeout "$(slice 120)" cmake -S . -B "$build" "${cmake_generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DSHAKEDOWN_CUDA=ON "${nccl_args[@]}" >"$out/configure.log" 2>&1 ||
+    die "configure with -DSHAKEDOWN_CUDA=ON (see $out/configure.log):"$'\n'"$(tail -20 "$out/configure.log")"
+  need_time 60 "build of gpu_tests"
+  timeout "$(slice 300)" cmake --build "$build" -j "$jobs" --target gpu_tests >"$out/build.log" 2>&1 ||
+    die "build of gpu_tests (see $out/build.log):"$'\n'"$(grep -m 20 -E 'error|Error' "$out/build.log")"
+  gpu_tests="$build/tests/gpu_tests"
+  # The CLI only for the collectives step; its failure to build does not hide the test results.
+  if (($(left) > 120)) &&
+    timeout "$(slice 180)" cmake --build "$build" -j "$jobs" --target shakedown >>"$out/build.log" 2>&1; then
+    shakedown_bin="$build/shakedown"
+  else
+    results+=("build shakedown|FAIL|see $out/build.log")
+    failed=1
+  fi
+fi
+
+# ---------------------------------------------------------------- GPU tests
+need_time 30 "gpu_tests"
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+timeout "$(slice 240)" "$gpu_tests" --gtest_color=no >"$out/gpu_tests.log" 2>&1
+rc=$?
+# One row per finished test: "[       OK ] Suite.Name (12 ms)", FAILED / SKIPPED alike.
+while read -r status name ms; do
+  results+=("$name|$status|$ms ms")
+  [[ "$status" == FAILED ]] && failed=1
+done < <(sed -nE 's/^\[ *(OK|FAILED|SKIPPED) *\] ([^ ]+) \(([0-9]+) ms\)$/\1 \2 \3/p' "$out/gpu_tests.log")
+if ! grep -q '^\[==========\] .* ran\.' "$out/gpu_tests.log"; then
+  # Killed (timeout: 124) or crashed before gtest's summary: name the test that was running.
+  last=$(grep '^\[ RUN      \]' "$out/gpu_tests.log" | tail -1 | sed 's/^\[ RUN      \] //')
+  results+=("${last:-gpu_tests}|CRASHED|exit code $rc$( ((rc == 124)) && echo ' (time budget)')")
+  failed=1
+elif ((rc != 0 && !failed)); then
+  results+=("gpu_tests|FAILED|exit code $rc")
+  failed=1
+fi
+# The GPU tests skip, saying "no CUDA device: <why>", when CUDA sees no GPU (driver, hidden
+# devices): nothing on the GPU was checked.
+no_cuda=$(grep -m 1 'no CUDA device' "$out/gpu_tests.log")
+
+# ---------------------------------------------------------------- collectives phase on NCCL
+if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then
+  # 1 rank on this GPU. An exit code 2 (usage) means this build has no NCCL collectives phase
+  # yet: reported, not counted as a failure.
+  # shellcheck disable=SC2086  # SHAKEDOWN_DEVICE_RUN_ARGS is a list of words
+  timeout "$(slice 200)" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases collectives \
+    --set collectives.backend=nccl --set 'collectives.dtypes=[float32,bfloat16,fp8_e4m3]' \
+    --set collectives.nccl_sizes=8:1G --out "$out/collectives.h5" \
+    ${SHAKEDOWN_DEVICE_RUN_ARGS:-} >"$out/collectives.log" 2>&1
+  prc=$?
+  case $prc in
+    0) results+=("shakedown run collectives (nccl)|OK|$out/collectives.h5") ;;
+    2) results+=("shakedown run collectives (nccl)|N/A|usage error: $(grep -m 1 -iE 'error|unknown' "$out/collectives.log" | cut -c1-80)") ;;
+    *)
+      results+=("shakedown run collectives (nccl)|FAILED|exit code $prc, see $out/collectives.log")
+      failed=1
+      ;;
+  esac
+  [[ $prc -le 1 ]] && tail -40 "$out/collectives.log"
+elif [[ -n "$phase_skip" ]]; then
+  results+=("shakedown run collectives (nccl)|N/A|$phase_skip")
+fi
+
+# ---------------------------------------------------------------- table
+echo
+printf '%-72s %-8s %s\n' "test" "result" "detail"
+printf '%-72s %-8s %s\n' "----" "------" "------"
+for row in "${results[@]}"; do
+  IFS='|' read -r name status detail <<<"$row"
+  printf '%-72s %-8s %s\n' "$name" "$status" "$detail"
+done
+echo
+say "logs in $out/; $((SECONDS))s of ${budget}s used"
+if ((failed)); then
+  say "FAILED (details in $out/gpu_tests.log)"
+  grep -A3 -E '^.*Failure$' "$out/gpu_tests.log" | head -40
+  exit 1
+fi
+if [[ -n "$no_cuda" ]]; then
+  say "SKIPPED: nvidia-smi lists a GPU but CUDA sees none: $no_cuda"
+  exit 0
+fi
+say "PASSED"
+exit 0

@@ -1,0 +1,118 @@
+#include "analysis/collectives_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+std::string size_text(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  }
+  return buf;
+}
+
+// Fixed decimals, "-" for NaN (sizes that were not measured).
+std::string num(double v, int decimals) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string attr_or(const RunFile& f, const std::string& path, const char* name) {
+  return f.has_attr(path, name) ? f.attr_string(path, name) : "";
+}
+
+void format_group(const RunFile& f, const std::string& path, const std::string& title,
+                  std::ostringstream& os) {
+  const std::string unsupported = attr_or(f, path, "unsupported");
+  if (!unsupported.empty()) {
+    os << "  " << title << ": unsupported: " << unsupported << "\n";
+    return;
+  }
+  if (!f.has(path + "/sizes")) return;
+  const auto sizes = f.read_uint64(path + "/sizes");
+  const auto counts = f.read_uint64(path + "/count");
+  const auto skipped = f.read_int64(path + "/skipped");
+  const auto med = f.read_doubles(path + "/time_med_us");
+  const auto p95 = f.read_doubles(path + "/time_p95_us");
+  const auto algbw = f.read_doubles(path + "/algbw_GBps");
+  const auto busbw = f.read_doubles(path + "/busbw_GBps");
+  std::vector<std::uint64_t> dims;
+  const auto wrong = f.read_int64(path + "/wrong", &dims);
+  const std::size_t world = dims.size() == 2 ? dims[1] : 1;
+  os << "  " << title << " (" << f.attr_int64(path, "nranks") << " ranks, busbw = algbw x "
+     << num(f.attr_double(path, "busbw_factor"), 3) << ")\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "    %10s %12s %12s %12s %11s %11s %7s\n", "size", "count",
+                "time us", "p95 us", "algbw GB/s", "busbw GB/s", "#wrong");
+  os << line;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    std::int64_t wrong_here = 0;
+    for (std::size_t r = 0; r < world && s * world + r < wrong.size(); ++r) {
+      wrong_here += wrong[s * world + r];
+    }
+    if (skipped[s] != 0) {
+      std::snprintf(line, sizeof line, "    %10s %12llu   skipped: %s\n", size_text(sizes[s]).c_str(),
+                    static_cast<unsigned long long>(counts[s]),
+                    skipped[s] == 1 ? "too small for one element per rank" : "out of memory");
+    } else {
+      std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %11s %7lld\n",
+                    size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
+                    num(med[s], 2).c_str(), num(p95[s], 2).c_str(),
+                    num(algbw[s], 3).c_str(), num(busbw[s], 3).c_str(),
+                    static_cast<long long>(wrong_here));
+    }
+    os << line;
+  }
+}
+
+}  // namespace
+
+std::string format_collectives(const RunFile& f) {
+  const std::string root = schema::kCollectivesGroup;
+  if (!f.has(root)) return "";
+  std::ostringstream os;
+  os << "  backend: " << attr_or(f, root, "backend") << "\n";
+  for (const auto& scope : f.children(root)) {
+    const std::string sp = root + "/" + scope;
+    const std::string skip = attr_or(f, sp, "skipped");
+    if (!skip.empty()) {
+      os << "  " << scope << ": skipped: " << skip << "\n";
+      continue;
+    }
+    for (const auto& op : f.children(sp)) {
+      for (const auto& leaf : f.children(sp + "/" + op)) {
+        for (const auto& mode : f.children(sp + "/" + op + "/" + leaf)) {
+          format_group(f, sp + "/" + op + "/" + leaf + "/" + mode,
+                       scope + " " + op + " " + leaf + " " + mode, os);
+        }
+      }
+    }
+  }
+  return os.str();
+}
+
+std::uint64_t collectives_wrong(const RunFile& f) {
+  const std::string root = schema::kCollectivesGroup;
+  if (!f.has_attr(root, "wrong_total")) return 0;
+  return static_cast<std::uint64_t>(f.attr_int64(root, "wrong_total"));
+}
+
+}  // namespace shakedown

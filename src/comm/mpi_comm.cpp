@@ -1,0 +1,234 @@
+#include "comm/mpi_comm.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "comm/pattern_math.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// ---- 16-bit floats for the user-defined reductions (round to nearest even, NaN kept) ----
+
+float bits_to_float(std::uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+std::uint32_t float_to_bits(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+float bf16_to_float(std::uint16_t h) {
+  return bits_to_float(static_cast<std::uint32_t>(h) << 16);
+}
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t bits = float_to_bits(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float fp16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (mant << 13));  // inf / NaN
+  if (exp != 0) return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
+  if (mant == 0) return bits_to_float(sign);
+  // Subnormal: value = mant * 2^-24, exact in float.
+  const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+  return (sign != 0u) ? -v : v;
+}
+
+std::uint16_t float_to_fp16(float f) {
+  const std::uint32_t bits = float_to_bits(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (abs < 0x38800000u) {
+    // Subnormal or zero in fp16: round abs / 2^-24 to nearest even.
+    const float scaled = bits_to_float(abs) * 16777216.0f;
+    auto m = static_cast<std::uint32_t>(scaled);
+    const float rest = scaled - static_cast<float>(m);
+    if (rest > 0.5f || (rest == 0.5f && (m & 1u))) ++m;
+    return static_cast<std::uint16_t>(sign | m);
+  }
+  std::uint32_t v = abs - 0x38000000u;  // rebias exponent 127 -> 15
+  v += 0xfffu + ((v >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | (v >> 13));
+}
+
+template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float), bool kMax>
+void half_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = ToFloat(a[i]);
+    const float y = ToFloat(b[i]);
+    b[i] = FromFloat(kMax ? (x > y ? x : y) : x + y);
+  }
+}
+
+class HostBuffer : public Buffer {
+ public:
+  explicit HostBuffer(std::size_t bytes) : bytes_(bytes) {
+    // 64-byte alignment: cache lines, and what vectorised reductions like.
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (data_ == nullptr) {
+      throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    }
+  }
+  ~HostBuffer() override { std::free(data_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() override { return data_; }
+  const void* data() const override { return data_; }
+  std::size_t bytes() const override { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+const char* at(const void* base, std::uint64_t elements, std::size_t elem_size) {
+  return static_cast<const char*>(base) + elements * elem_size;
+}
+
+}  // namespace
+
+MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
+  rank_ = comm_rank(comm);
+  size_ = comm_size(comm);
+  SD_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half_type_));
+  SD_MPI_CHECK(MPI_Type_commit(&half_type_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<bf16_to_float, float_to_bf16, false>, 1, &bf16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<bf16_to_float, float_to_bf16, true>, 1, &bf16_max_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<fp16_to_float, float_to_fp16, false>, 1, &fp16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<fp16_to_float, float_to_fp16, true>, 1, &fp16_max_));
+}
+
+MpiComm::~MpiComm() {
+  if (MpiEnvironment::finalized()) return;
+  for (MPI_Op* op : {&bf16_sum_, &bf16_max_, &fp16_sum_, &fp16_max_}) {
+    if (*op != MPI_OP_NULL) MPI_Op_free(op);
+  }
+  if (half_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&half_type_);
+}
+
+std::unique_ptr<Buffer> MpiComm::allocate(std::size_t bytes) {
+  return std::make_unique<HostBuffer>(bytes);
+}
+
+std::string MpiComm::unsupported(CollectiveKind /*kind*/, DType dtype, ReduceOp /*op*/) const {
+  if (dtype == DType::kFp8E4M3 || dtype == DType::kFp8E5M2) {
+    return "the MPI backend has no fp8 type (NCCL >= 2.24 on sm90 has)";
+  }
+  return "";
+}
+
+std::uint64_t MpiComm::in_place_recv_offset(CollectiveKind /*kind*/, std::uint64_t /*unit*/) const {
+  return 0;  // MPI_IN_PLACE reduce_scatter leaves the result at the start of the buffer
+}
+
+MPI_Datatype MpiComm::mpi_type(DType dtype) const {
+  switch (dtype) {
+    case DType::kFloat32:
+      return MPI_FLOAT;
+    case DType::kInt32:
+      return MPI_INT32_T;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      return half_type_;
+    case DType::kFp8E4M3:
+    case DType::kFp8E5M2:
+      break;
+  }
+  throw InternalError("MpiComm: no MPI type for " + std::string(dtype_name(dtype)));
+}
+
+MPI_Op MpiComm::mpi_op(DType dtype, ReduceOp op) const {
+  const bool sum = op == ReduceOp::kSum;
+  if (dtype == DType::kBFloat16) return sum ? bf16_sum_ : bf16_max_;
+  if (dtype == DType::kFloat16) return sum ? fp16_sum_ : fp16_max_;
+  return sum ? MPI_SUM : MPI_MAX;
+}
+
+void MpiComm::run(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit,
+                  DType dtype, ReduceOp op, int root) {
+  const MPI_Datatype type = mpi_type(dtype);
+  const std::size_t elem = dtype_size(dtype);
+  const int count = static_cast<int>(unit);
+  if (unit > 0x7fffffffu) throw UsageError("MPI counts are limited to 2^31-1 elements per call");
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      SD_MPI_CHECK(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, count, type,
+                                 mpi_op(dtype, op), comm_));
+      return;
+    case CollectiveKind::kAllGather: {
+      const bool in_place = send == at(recv, static_cast<std::uint64_t>(rank_) * unit, elem);
+      SD_MPI_CHECK(
+          MPI_Allgather(in_place ? MPI_IN_PLACE : send, count, type, recv, count, type, comm_));
+      return;
+    }
+    case CollectiveKind::kReduceScatter:
+      SD_MPI_CHECK(MPI_Reduce_scatter_block(send == recv ? MPI_IN_PLACE : send, recv, count, type,
+                                            mpi_op(dtype, op), comm_));
+      return;
+    case CollectiveKind::kBroadcast:
+      // As NCCL: the root's input ends up in every rank's output, the root's included.
+      if (rank_ == root && send != recv) std::memcpy(recv, send, unit * elem);
+      SD_MPI_CHECK(MPI_Bcast(recv, count, type, root, comm_));
+      return;
+    case CollectiveKind::kAllToAll:
+      SD_MPI_CHECK(
+          MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, count, type, recv, count, type, comm_));
+      return;
+    case CollectiveKind::kSendRecv: {
+      const int next = (rank_ + 1) % size_;
+      const int prev = (rank_ - 1 + size_) % size_;
+      constexpr int kTag = 7401;
+      if (send == recv) {
+        SD_MPI_CHECK(MPI_Sendrecv_replace(recv, count, type, next, kTag, prev, kTag, comm_,
+                                          MPI_STATUS_IGNORE));
+      } else {
+        SD_MPI_CHECK(MPI_Sendrecv(send, count, type, next, kTag, recv, count, type, prev, kTag,
+                                  comm_, MPI_STATUS_IGNORE));
+      }
+      return;
+    }
+  }
+  throw InternalError("MpiComm::run: unknown collective");
+}
+
+void MpiComm::barrier() {
+  SD_MPI_CHECK(MPI_Barrier(comm_));
+}
+
+void MpiComm::fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
+                   const CollectiveCounts& counts, const PatternSpec& spec) {
+  char* base = static_cast<char*>(buffer.data()) + offset * dtype_size(spec.dtype);
+  fill_input(base, kind, counts, spec, rank_);
+}
+
+VerifyResult MpiComm::verify(const Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
+                             const CollectiveCounts& counts, const PatternSpec& spec) {
+  const char* base = static_cast<const char*>(buffer.data()) + offset * dtype_size(spec.dtype);
+  return verify_output(base, kind, counts, spec, rank_);
+}
+
+void MpiComm::corrupt(Buffer& output, std::uint64_t index, DType dtype) {
+  // Add one: a different integer, representable in every dtype the patterns use.
+  store_element(output.data(), dtype, index, load_element(output.data(), dtype, index) + 1);
+}
+
+}  // namespace shakedown

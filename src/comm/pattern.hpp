@@ -1,0 +1,48 @@
+#pragma once
+// Validation patterns (the nccl-tests idea, own formulas): every input element is an integer
+// computed from (seed, rank, index), small enough that any reduction order gives the exact same
+// result in every dtype, so the expected output is computed from the seed alone - never by a
+// second collective - and compared bit-exact. The formulas are header-only and usable from CUDA
+// (SD_HOST_DEVICE) so the device verify kernel and the host reference are the same code.
+#include <cstdint>
+
+#include "comm/collectives.hpp"
+#include "comm/dtype.hpp"
+
+#if defined(__CUDACC__)
+#define SD_HOST_DEVICE __host__ __device__
+#else
+#define SD_HOST_DEVICE
+#endif
+
+namespace shakedown {
+
+struct PatternSpec {
+  std::uint64_t seed = 1;
+  DType dtype = DType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int nranks = 1;
+  int root = 0;  // broadcast root
+  // Reducing collectives need small values whose sums stay exact in the dtype; the others use
+  // the dtype's whole exact integer range. Set from the collective by pattern_spec_for(kind, s)
+  // (pattern_math.hpp); fill_input, verify_output and expected_output do that themselves.
+  bool reduces = true;
+};
+
+// What a rank's output should hold, how far it was from that, and where it first went wrong.
+struct VerifyResult {
+  std::uint64_t wrong = 0;        // elements that differ
+  std::int64_t first_wrong = -1;  // index of the first one, -1 none
+  double expected = 0;            // at first_wrong
+  double got = 0;                 // at first_wrong
+};
+
+// Host reference: fill this rank's input, and check its output, for collective `kind`.
+// `counts` from the collective table. Buffers hold `counts.send` / `counts.recv` elements of
+// spec.dtype. send_recv: rank r sends to r+1 and receives from r-1 (mod n).
+void fill_input(void* buffer, CollectiveKind kind, const CollectiveCounts& counts,
+                const PatternSpec& spec, int rank);
+VerifyResult verify_output(const void* buffer, CollectiveKind kind, const CollectiveCounts& counts,
+                           const PatternSpec& spec, int rank);
+
+}  // namespace shakedown

@@ -1,0 +1,426 @@
+// The collectives phase: nccl-tests-style sweeps over scopes (world, intra_node, inter_node, each
+// rail alone), collectives, dtypes, reductions, in-place and out-of-place, and sizes. Every rank's
+// time and clock-aligned arrival on every iteration is kept; every rank's output is checked
+// against values computed from the seed; rank 0 appends one row per size to the run file as soon
+// as it is measured, so a run that dies mid-sweep keeps what it measured.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <thread>
+
+#include "comm/collectives.hpp"
+#include "comm/comm.hpp"
+#include "comm/mpi_comm.hpp"
+#include "config/load.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "phases/phase.hpp"
+#include "record/schema.hpp"
+#include "runtime/clock.hpp"
+
+namespace shakedown {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Why a size has no timings (the `skipped` column).
+enum SkipCode : std::int64_t { kMeasured = 0, kTooSmall = 1, kOutOfMemory = 2 };
+
+// One scope instance: the communicator this rank uses, or none when it sits this one out.
+struct ScopeRun {
+  std::string name;  // HDF5 / report name: world, intra_node, inter_node, rail_<L>
+  Comm* comm;        // nullptr: this rank is idle (other rails)
+  int nranks;        // ranks in one instance of the scope (rank 0's view)
+  std::string skip;  // non-empty: the scope cannot run here, and why
+};
+
+struct Backends {
+  std::unique_ptr<Comm> world, node, rail;
+};
+
+std::string mode_name(bool in_place) {
+  return in_place ? "in_place" : "out_of_place";
+}
+
+std::string group_path(const std::string& scope, const CollectiveInfo& info, DType dtype,
+                       ReduceOp op, bool in_place) {
+  std::string leaf = std::string(dtype_name(dtype));
+  if (info.reduces) leaf += "_" + std::string(reduce_op_name(op));
+  return std::string(schema::kCollectivesGroup) + "/" + scope + "/" + std::string(info.name) + "/" +
+         leaf + "/" + mode_name(in_place);
+}
+
+std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& cfg, Backends& b) {
+  std::vector<ScopeRun> out;
+  const int root_local_size = ctx.ranks_per_node() > 0 ? ctx.ranks_per_node() : ctx.local_size();
+  for (const auto& scope : cfg.scopes) {
+    if (scope == "world") {
+      out.push_back({"world", b.world.get(), ctx.world_size(), ""});
+    } else if (scope == "intra_node") {
+      out.push_back({"intra_node", b.node.get(), root_local_size,
+                     root_local_size < 2 ? "one rank per node: no intra-node traffic" : ""});
+    } else if (scope == "inter_node") {
+      out.push_back({"inter_node", b.rail.get(), ctx.node_count(),
+                     ctx.node_count() < 2 ? "one node: no inter-node traffic" : ""});
+    } else if (scope == "rail") {
+      if (ctx.node_count() < 2) {
+        out.push_back({"rail", nullptr, 1, "one node: no inter-node traffic"});
+        continue;
+      }
+      for (int l = 0; l < root_local_size; ++l) {
+        out.push_back({"rail_" + std::to_string(l), ctx.local_rank() == l ? b.rail.get() : nullptr,
+                       ctx.node_count(), ""});
+      }
+    }
+  }
+  return out;
+}
+
+// What the sweep measured for one size on this rank (iters entries, NaN where not run).
+struct RankSample {
+  std::vector<double> time_us, arrival_us;
+  VerifyResult check;
+};
+
+// One (scope, collective, dtype, op, mode) sweep over sizes.
+class Sweep {
+ public:
+  Sweep(PhaseEnv& env, const ScopeRun& scope, const CollectiveInfo& info, DType dtype, ReduceOp op,
+        bool in_place, int* step_counter)
+      : env_(env),
+        scope_(scope),
+        info_(info),
+        dtype_(dtype),
+        op_(op),
+        in_place_(in_place),
+        step_counter_(step_counter),
+        path_(group_path(scope.name, info, dtype, op, in_place)) {}
+
+  // Returns the number of wrong elements found (all ranks, all sizes) on rank 0, 0 elsewhere.
+  std::uint64_t run(const std::vector<std::uint64_t>& sizes) {
+    const CollectivesConfig& cfg = env_.config.collectives;
+    write_header(sizes.size());
+    std::uint64_t wrong_total = 0;
+    for (std::uint64_t bytes : sizes) {
+      const CollectiveCounts counts = info_.counts(bytes, dtype_size(dtype_), scope_.nranks);
+      const std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
+                                std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
+                                format_size(bytes);
+      step(label);
+      RankSample mine;
+      mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
+      mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
+      std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
+      if (skipped == kMeasured && scope_.comm != nullptr) skipped = measure(counts, bytes, mine);
+      // Everyone agrees on skips (an allocation may fail on one rank only).
+      SD_MPI_CHECK(
+          MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
+      wrong_total += record(bytes, counts, skipped, mine, label);
+    }
+    return wrong_total;
+  }
+
+ private:
+  void step(const std::string& label) {
+    const int n = ++*step_counter_;
+    if (auto stall = env_.faults.find("stall", env_.ctx.rank(), "collectives");
+        stall && stall->step == n) {
+      std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before '%s'\n",
+                   env_.ctx.describe_rank(env_.ctx.rank()).c_str(), stall->seconds, label.c_str());
+      std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
+    }
+    env_.watchdog.step(label);
+  }
+
+  void write_header(std::size_t nsizes) {
+    env_.recorder.write([&](RunWriter& w) {
+      w.batch([&] {
+        w.set_attr(path_, "scope", scope_.name);
+        w.set_attr(path_, "collective", std::string(info_.name));
+        w.set_attr(path_, "dtype", std::string(dtype_name(dtype_)));
+        w.set_attr(path_, "reduce_op", info_.reduces ? std::string(reduce_op_name(op_)) : "");
+        w.set_attr(path_, "in_place", in_place_ ? 1 : 0);
+        w.set_attr(path_, "nranks", scope_.nranks);
+        w.set_attr(path_, "busbw_factor", info_.busbw_factor(scope_.nranks));
+        w.set_attr(path_, "backend", scope_.comm ? scope_.comm->backend() : "mpi");
+        w.set_attr(path_, "planned_sizes", static_cast<std::int64_t>(nsizes));
+      });
+    });
+  }
+
+  // Validation run, warm-up and the timed loop. Returns a SkipCode.
+  std::int64_t measure(const CollectiveCounts& counts, std::uint64_t bytes, RankSample& out) {
+    Comm& comm = *scope_.comm;
+    const CollectivesConfig& cfg = env_.config.collectives;
+    const std::size_t elem = dtype_size(dtype_);
+    std::unique_ptr<Buffer> in, outbuf;
+    try {
+      if (in_place_) {
+        in = comm.allocate(std::max(counts.send, counts.recv) * elem);
+      } else {
+        in = comm.allocate(counts.send * elem);
+        outbuf = comm.allocate(counts.recv * elem);
+      }
+    } catch (const OutOfMemory&) {
+      return kOutOfMemory;
+    }
+    Buffer& result = in_place_ ? *in : *outbuf;
+    char* base = static_cast<char*>(in->data());
+    void* send =
+        in_place_ ? base + comm.in_place_send_offset(info_.kind, counts.unit) * elem : in->data();
+    const std::uint64_t out_offset =
+        in_place_ ? comm.in_place_recv_offset(info_.kind, counts.unit) : 0;
+    void* recv = in_place_ ? static_cast<void*>(base + out_offset * elem) : outbuf->data();
+    PatternSpec spec{cfg.seed, dtype_, op_, scope_.nranks, 0};
+    const auto corrupt = env_.faults.find("corrupt", env_.ctx.rank(), "collectives");
+
+    // In place, the input sits inside the one buffer (e.g. all_gather: at rank * unit).
+    const std::uint64_t in_offset =
+        in_place_ ? comm.in_place_send_offset(info_.kind, counts.unit) : 0;
+    auto fill = [&] { comm.fill(*in, in_offset, info_.kind, counts, spec); };
+    auto check = [&] {
+      comm.synchronize();
+      if (corrupt) comm.corrupt(result, out_offset, dtype_);
+      VerifyResult r = comm.verify(result, out_offset, info_.kind, counts, spec);
+      if (r.wrong > out.check.wrong) out.check = r;
+    };
+
+    const bool validate = cfg.validate != "off";
+    if (validate) {
+      fill();
+      comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
+      check();
+    }
+    fill();
+    for (int i = 0; i < cfg.warmup; ++i)
+      comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
+    comm.synchronize();
+
+    const int iters = iterations(bytes);
+    const double offset = env_.ctx.clock_offset_us();
+    double* t = out.time_us.data();
+    double* a = out.arrival_us.data();
+    if (cfg.validate == "every_iteration") {
+      for (int it = 0; it < iters; ++it) {
+        fill();
+        comm.barrier();
+        const double t0 = now_us();
+        comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
+        comm.synchronize();
+        const double t1 = now_us();
+        a[it] = t0 - offset;
+        t[it] = t1 - t0;
+        check();
+      }
+    } else {
+      // The timed loop: nothing but the collective between the stamps.
+      for (int it = 0; it < iters; ++it) {
+        comm.barrier();
+        const double t0 = now_us();
+        comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
+        comm.synchronize();
+        const double t1 = now_us();
+        a[it] = t0 - offset;
+        t[it] = t1 - t0;
+      }
+    }
+    return kMeasured;
+  }
+
+  // Fewer iterations for huge sizes when iter_bytes_budget is set (at least one).
+  int iterations(std::uint64_t bytes) const {
+    const CollectivesConfig& cfg = env_.config.collectives;
+    if (cfg.iter_bytes_budget == 0 || bytes == 0) return cfg.iters;
+    const auto fit = static_cast<int>(
+        std::min<std::uint64_t>(static_cast<std::uint64_t>(cfg.iters),
+                                std::max<std::uint64_t>(1, cfg.iter_bytes_budget / bytes)));
+    return fit;
+  }
+
+  // Gathers this size to rank 0, appends its rows, reports wrong data. Collective over world.
+  std::uint64_t record(std::uint64_t bytes, const CollectiveCounts& counts, std::int64_t skipped,
+                       const RankSample& mine, const std::string& label);
+
+  PhaseEnv& env_;
+  const ScopeRun& scope_;
+  const CollectiveInfo& info_;
+  DType dtype_;
+  ReduceOp op_;
+  bool in_place_;
+  int* step_counter_;
+  std::string path_;
+};
+
+std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
+                            std::int64_t skipped, const RankSample& mine,
+                            const std::string& label) {
+  const Context& ctx = env_.ctx;
+  const int world = ctx.world_size();
+  const auto iters = static_cast<int>(mine.time_us.size());
+  std::vector<double> times, arrivals;
+  if (ctx.is_root()) {
+    times.resize(static_cast<std::size_t>(world * iters));
+    arrivals.resize(times.size());
+  }
+  SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
+                          0, ctx.world()));
+  SD_MPI_CHECK(MPI_Gather(mine.arrival_us.data(), iters, MPI_DOUBLE, arrivals.data(), iters,
+                          MPI_DOUBLE, 0, ctx.world()));
+  const double check[4] = {static_cast<double>(mine.check.wrong),
+                           static_cast<double>(mine.check.first_wrong), mine.check.expected,
+                           mine.check.got};
+  std::vector<double> checks(ctx.is_root() ? static_cast<std::size_t>(4 * world) : 0);
+  SD_MPI_CHECK(MPI_Gather(check, 4, MPI_DOUBLE, checks.data(), 4, MPI_DOUBLE, 0, ctx.world()));
+  if (!ctx.is_root()) return 0;
+
+  // Gathered rank-major; stored [iters, world] per size, as DESIGN.md's [S, iters, world].
+  std::vector<double> t(times.size()), a(times.size());
+  for (int r = 0; r < world; ++r) {
+    for (int i = 0; i < iters; ++i) {
+      t[static_cast<std::size_t>(i * world + r)] = times[static_cast<std::size_t>(r * iters + i)];
+      a[static_cast<std::size_t>(i * world + r)] =
+          arrivals[static_cast<std::size_t>(r * iters + i)];
+    }
+  }
+  // An iteration lasts until its last rank is done; bandwidth from the median iteration.
+  std::vector<double> duration(static_cast<std::size_t>(iters), kNaN);
+  for (int i = 0; i < iters; ++i) {
+    std::span<const double> row(t.data() + static_cast<std::size_t>(i * world),
+                                static_cast<std::size_t>(world));
+    double worst = kNaN;
+    for (double x : row) {
+      if (!std::isnan(x) && (std::isnan(worst) || x > worst)) worst = x;
+    }
+    duration[static_cast<std::size_t>(i)] = worst;
+  }
+  const double med = median(duration);
+  const double algbw = skipped == kMeasured ? algbw_gbps(counts.bytes, med * 1e-6) : kNaN;
+  const double busbw = algbw * info_.busbw_factor(scope_.nranks);
+
+  std::vector<std::int64_t> wrong(static_cast<std::size_t>(world)),
+      first(static_cast<std::size_t>(world));
+  std::uint64_t wrong_total = 0;
+  std::string report;
+  int named = 0;
+  for (int r = 0; r < world; ++r) {
+    const double* c = &checks[static_cast<std::size_t>(4 * r)];
+    wrong[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(c[0]);
+    first[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(c[1]);
+    if (c[0] > 0) {
+      wrong_total += static_cast<std::uint64_t>(c[0]);
+      if (named++ < 8) {
+        char detail[160];
+        std::snprintf(detail, sizeof detail,
+                      ": %.0f of %llu elements wrong, first at index %.0f: expected %g, got %g",
+                      c[0], static_cast<unsigned long long>(counts.recv), c[1], c[2], c[3]);
+        report += (report.empty() ? "" : "; ") + ctx.describe_rank(r) + detail;
+      }
+    }
+  }
+
+  env_.recorder.write([&](RunWriter& w) {
+    w.batch([&] {
+      const std::uint64_t w64 = static_cast<std::uint64_t>(world);
+      const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
+      w.append_rows(path_ + "/sizes", std::span<const std::uint64_t>(&bytes, 1), {});
+      const std::uint64_t unit = counts.unit;
+      w.append_rows(path_ + "/count", std::span<const std::uint64_t>(&unit, 1), {});
+      w.append_rows(path_ + "/skipped", std::span<const std::int64_t>(&skipped, 1), {});
+      w.append_rows(path_ + "/time_us", std::span<const double>(t), {i64, w64});
+      w.append_rows(path_ + "/arrival_us", std::span<const double>(a), {i64, w64});
+      w.append_rows(path_ + "/wrong", std::span<const std::int64_t>(wrong), {w64});
+      w.append_rows(path_ + "/first_wrong", std::span<const std::int64_t>(first), {w64});
+      const double stats[5] = {med, percentile(duration, 0.05), percentile(duration, 0.95), algbw,
+                               busbw};
+      w.append_rows(path_ + "/time_med_us", std::span<const double>(&stats[0], 1), {});
+      w.append_rows(path_ + "/time_p5_us", std::span<const double>(&stats[1], 1), {});
+      w.append_rows(path_ + "/time_p95_us", std::span<const double>(&stats[2], 1), {});
+      w.append_rows(path_ + "/algbw_GBps", std::span<const double>(&stats[3], 1), {});
+      w.append_rows(path_ + "/busbw_GBps", std::span<const double>(&stats[4], 1), {});
+    });
+  });
+
+  if (wrong_total > 0) {
+    const std::string message = "wrong data in " + label + ": " + report;
+    if (env_.config.collectives.on_wrong == "abort") {
+      // Rank 0 alone throws; the watchdog records it and ends the job with exit 3.
+      throw RuntimeFault("collectives: " + message +
+                         " (collectives.on_wrong: continue keeps sweeping)");
+    }
+    std::fprintf(stderr, "shakedown: collectives: %s\n", message.c_str());
+  }
+  return wrong_total;
+}
+
+// auto: NCCL when every rank has a GPU and the build has NCCL; else MPI.
+std::string choose_backend(const PhaseEnv& env) {
+  const std::string& wanted = env.config.collectives.backend;
+  if (wanted == "mpi") return "mpi";
+  if (wanted == "nccl") {
+    throw UsageError(
+        "collectives.backend: nccl is not wired into the collectives phase in this version yet; "
+        "use mpi or auto");
+  }
+  return "mpi";
+}
+
+}  // namespace
+
+void run_collectives(PhaseEnv& env) {
+  const CollectivesConfig& cfg = env.config.collectives;
+  const Context& ctx = env.ctx;
+  const std::string backend = choose_backend(env);
+  Backends b;
+  b.world = std::make_unique<MpiComm>(ctx.world());
+  b.node = std::make_unique<MpiComm>(ctx.node());
+  b.rail = std::make_unique<MpiComm>(ctx.rail());
+  const std::vector<std::uint64_t>& sizes = cfg.sizes.values;
+
+  std::vector<ScopeRun> scopes = plan_scopes(ctx, cfg, b);
+  std::uint64_t wrong_total = 0;
+  int step_counter = 0;
+  for (const ScopeRun& scope : scopes) {
+    if (!scope.skip.empty()) {
+      env.recorder.write([&](RunWriter& w) {
+        w.set_attr(std::string(schema::kCollectivesGroup) + "/" + scope.name, "skipped",
+                   scope.skip);
+      });
+      continue;
+    }
+    for (const auto& op_name : cfg.ops) {
+      const CollectiveInfo* info = find_collective(op_name);
+      if (!info) throw InternalError("collectives: unknown collective " + op_name);
+      for (const auto& dtype_text : cfg.dtypes) {
+        const DType dtype = *parse_dtype(dtype_text);
+        std::vector<ReduceOp> ops;
+        for (const auto& r : cfg.reduce_ops) ops.push_back(*parse_reduce_op(r));
+        if (!info->reduces) ops = {ReduceOp::kSum};  // the op is not used; one pass
+        for (ReduceOp op : ops) {
+          std::string why = b.world->unsupported(info->kind, dtype, op);
+          for (bool in_place : {false, true}) {
+            if ((in_place && cfg.in_place == "no") || (!in_place && cfg.in_place == "yes"))
+              continue;
+            if (!why.empty()) {
+              env.recorder.write([&](RunWriter& w) {
+                w.set_attr(group_path(scope.name, *info, dtype, op, in_place), "unsupported", why);
+              });
+              continue;
+            }
+            Sweep sweep(env, scope, *info, dtype, op, in_place, &step_counter);
+            wrong_total += sweep.run(sizes);
+          }
+        }
+      }
+    }
+  }
+  env.recorder.write([&](RunWriter& w) {
+    w.set_attr(schema::kCollectivesGroup, "backend", backend);
+    w.set_attr(schema::kCollectivesGroup, "wrong_total", wrong_total);
+  });
+}
+
+}  // namespace shakedown

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The collectives phase end to end on 4 ranks as 2 virtual nodes: every scope, every collective,
+# two dtypes, both modes; the HDF5 shapes; the tables in the summary.
+source "$(dirname "$0")/lib.sh"
+out="$TMP/coll.h5"
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases inventory,collectives \
+  --set collectives.sizes=8:512 --set collectives.dtypes=float32,bfloat16 \
+  --set collectives.iters=3 --set collectives.warmup=1 --out "$out" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+expect_rc 0 $rc "collectives run (stderr: $(tail -n 5 "$TMP/stderr"))"
+g=/collectives/world/all_reduce/float32_sum/out_of_place
+# 8 B .. 512 B doubling = 7 sizes; 3 iterations; 4 ranks.
+h5dump -H -d $g/time_us "$out" | grep -q 'SIMPLE { ( 7, 3, 4 )' || fail "$g/time_us is not [7, 3, 4]"
+h5dump -H -d $g/arrival_us "$out" | grep -q 'SIMPLE { ( 7, 3, 4 )' || fail "$g/arrival_us is not [7, 3, 4]"
+h5dump -H -d $g/wrong "$out" | grep -q 'SIMPLE { ( 7, 4 )' || fail "$g/wrong is not [7, 4]"
+h5dump -H -d $g/busbw_GBps "$out" | grep -q 'SIMPLE { ( 7 )' || fail "$g/busbw_GBps is not [7]"
+h5dump -n "$out" >"$TMP/listing"
+for scope in world intra_node inter_node rail_0 rail_1; do
+  for op in all_reduce all_gather reduce_scatter broadcast all_to_all send_recv; do
+    grep -q "/collectives/$scope/$op/bfloat16[a-z_]*/in_place/time_us" "$TMP/listing" ||
+      fail "no $scope/$op bfloat16 in_place group"
+  done
+done
+# rail_1 ran on local rank 1 only: rank 0 and 2 have no times there.
+h5dump -d /collectives/rail_1/all_reduce/float32_sum/out_of_place/time_us -s "0,0,0" -c "1,1,4" "$out" >"$TMP/rail1"
+grep -Eq '\(0,0,0\): nan, [0-9.e+-]+, nan, [0-9.e+-]+' "$TMP/rail1" || { cat "$TMP/rail1"; fail "rail_1 should have NaN for ranks 0 and 2 only"; }
+expect_in "$TMP/stdout" "world all_reduce float32_sum out_of_place \(4 ranks, busbw = algbw x 1.500\)" "world table"
+expect_in "$TMP/stdout" "intra_node all_gather bfloat16 in_place \(2 ranks" "intra-node table"
+expect_in "$TMP/stdout" "verdict: PASS" "verdict"
+pass "collectives sweep"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Planted faults in the collectives phase: a corrupted result must be found and its rank named
+# (exit 3, file aborted); with on_wrong: continue the sweep finishes and the verdict still fails;
+# a stall in the middle of the sweep must name the rank and the collective and size, and keep
+# the sizes already measured.
+source "$(dirname "$0")/lib.sh"
+common=(--virtual-nodes 2 --phases collectives --set collectives.sizes=8:1K
+  --set collectives.iters=2 --set collectives.warmup=0 --set collectives.scopes=world)
+
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --inject corrupt:rank=2,phase=collectives \
+  --out "$TMP/c.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "corrupted result"
+expect_in "$TMP/stderr" "wrong data in collectives world/all_reduce float32 out_of_place 8 B: rank 2 \(host [^,]+, node 1 \[virtual\]\): 1 of 2 elements wrong" \
+  "corruption names rank 2"
+[[ "$(h5_root_attr "$TMP/c.h5" status)" == aborted ]] || fail "corrupted run not marked aborted"
+
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --set collectives.on_wrong=continue \
+  --set collectives.ops=all_reduce,all_gather --inject corrupt:rank=1,phase=collectives \
+  --out "$TMP/k.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "corruption with on_wrong: continue"
+expect_in "$TMP/stdout" "verdict: DATA CORRUPTION" "verdict after continue"
+[[ "$(h5_root_attr "$TMP/k.h5" status)" == complete ]] || fail "continued run should be complete"
+# Row 4 = 128 B (all_gather needs 16 B per rank, so the smallest sizes are skipped).
+h5dump -d /collectives/world/all_gather/float32/in_place/wrong -s "4,0" -c "1,4" "$TMP/k.h5" >"$TMP/wrong"
+grep -Eq '\(4,0\): 0, 1, 0, 0' "$TMP/wrong" || { cat "$TMP/wrong"; fail "wrong counts should be 1 on rank 1 only"; }
+
+start=$(date +%s)
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --set timeouts.phase_s=4 \
+  --inject stall:rank=1,phase=collectives,step=3 --out "$TMP/s.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+elapsed=$(($(date +%s) - start))
+expect_rc 3 $rc "stall in the sweep"
+((elapsed < 20)) || fail "stall took ${elapsed} s to end the job"
+expect_in "$TMP/stderr" "TIMEOUT: rank 1 \(host [^,]+, node 0 \[virtual\]\) did not reach 'collectives world/all_reduce float32 out_of_place 32 B'" \
+  "stall names rank 1, the collective and the size"
+h5dump -H -d /collectives/world/all_reduce/float32_sum/out_of_place/sizes "$TMP/s.h5" >"$TMP/sizes"
+grep -q 'SIMPLE { ( 2 )' "$TMP/sizes" || { cat "$TMP/sizes"; fail "the two sizes measured before the stall were not kept"; }
+pass "collectives faults"

@@ -1,0 +1,35 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/stats.hpp"
+
+using namespace shakedown;
+
+TEST(Stats, MedianOddEvenAndNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median(std::vector<double>{nan, 5, nan, 1}), 3);
+  EXPECT_TRUE(std::isnan(median(std::vector<double>{nan, nan})));
+  EXPECT_TRUE(std::isnan(median(std::vector<double>{})));
+}
+
+TEST(Stats, PercentilesInterpolate) {
+  std::vector<double> v;
+  for (int i = 0; i <= 100; ++i) v.push_back(i);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.05), 5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.95), 95);
+  EXPECT_DOUBLE_EQ(percentile(v, 0), 0);
+  EXPECT_DOUBLE_EQ(percentile(v, 1), 100);
+  EXPECT_DOUBLE_EQ(percentile(std::vector<double>{1, 2}, 0.25), 1.25);
+}
+
+TEST(Stats, MadIgnoresOneOutlier) {
+  // 10 ranks at ~100 us, one at 500 us: the MAD stays small, so the outlier stands out.
+  std::vector<double> v = {100, 101, 99, 100, 102, 98, 100, 101, 99, 500};
+  EXPECT_DOUBLE_EQ(median(v), 100);
+  EXPECT_DOUBLE_EQ(mad(v), 1);
+}

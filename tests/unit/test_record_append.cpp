@@ -1,0 +1,281 @@
+// RunWriter::append_rows: a dataset that grows by whole rows ([N, row_dims...], N unlimited),
+// readable by RunFile after every append, refusing another row shape or element type.
+#include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "record/h5.hpp"
+#include "record/reader.hpp"
+#include "record/writer.hpp"
+
+namespace shakedown {
+namespace {
+
+using testing_support::TempDir;
+using Dims = std::vector<std::uint64_t>;
+
+constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
+RunMeta sample_meta() {
+  RunMeta m;
+  m.shakedown_version = "0.1.0";
+  m.command_line = "shakedown run";
+  m.world_size = 4;
+  m.node_count = 1;
+  m.backend = "mpi";
+  return m;
+}
+
+// Values first + 0, first + 1, ... so every element of every row differs.
+template <class T>
+std::vector<T> iota_values(std::size_t n, T first) {
+  std::vector<T> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+template <class T>
+std::vector<T> concat(const std::vector<std::vector<T>>& parts) {
+  std::vector<T> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+h5::DatasetLayout layout_of(const std::filesystem::path& file, const std::string& path) {
+  h5::File f = h5::open_file(file, /*writable=*/false);
+  return h5::dataset_layout(f.get(), path);
+}
+
+bool compressed(const std::filesystem::path& file, const std::string& path) {
+  h5::File f = h5::open_file(file, /*writable=*/false);
+  return h5::is_compressed(f.get(), path);
+}
+
+// Message of the exception `fn` throws as E ("" when it throws nothing).
+template <class E, class Fn>
+std::string thrown(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RecordAppend, OneDimensionalRowsGrowOneThreeOne) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  const std::string path = "/collectives/world/all_reduce/busbw_per_rank";
+  const Dims row{4};  // [world]
+  const std::vector<double> a = iota_values<double>(4, 0.5);
+  const std::vector<double> b = iota_values<double>(12, 100.25);
+  const std::vector<double> c = iota_values<double>(4, -7.0);
+
+  w.append_rows(path, a, row);
+  Dims dims;
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles(path, &dims), a);
+  EXPECT_EQ(dims, (Dims{1, 4}));
+
+  w.append_rows(path, b, row);
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles(path, &dims), concat<double>({a, b}));
+  EXPECT_EQ(dims, (Dims{4, 4}));
+
+  w.append_rows(path, c, row);
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles(path, &dims), concat<double>({a, b, c}));
+  EXPECT_EQ(dims, (Dims{5, 4}));
+
+  const h5::DatasetLayout layout = layout_of(w.partial_path(), path);
+  EXPECT_EQ(layout.dims, (Dims{5, 4}));
+  EXPECT_EQ(layout.max_dims, (Dims{kUnlimited, 4}));
+  // 32-byte rows: 2048 rows make a 64 KiB chunk.
+  EXPECT_EQ(layout.chunk, (Dims{h5::kAppendChunkMinBytes / 32, 4}));
+  EXPECT_FALSE(compressed(w.partial_path(), path));  // compression 0
+
+  // Still readable after finish() renamed the file, through the int64 conversion too.
+  w.finish("complete");
+  EXPECT_EQ(RunFile::open(w.final_path()).read_doubles(path, &dims).size(), 20U);
+  EXPECT_EQ(RunFile::open(w.final_path()).read_int64(path)[4], 100);
+}
+
+TEST(RecordAppend, TwoDimensionalRowsCompressedAndRelativePath) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  const Dims row{3, 4};  // [iters, world]
+  const std::vector<double> s0 = iota_values<double>(12, 1.0);
+  const std::vector<double> s1to3 = iota_values<double>(36, 1000.0);
+  const std::vector<double> s4 = iota_values<double>(12, 5000.0);
+
+  w.append_rows("collectives/world/all_reduce/time_us", s0, row);  // relative to "/"
+  const std::string path = "/collectives/world/all_reduce/time_us";
+  const RunFile f = RunFile::open(w.partial_path());
+  Dims dims;
+  EXPECT_EQ(f.read_doubles(path, &dims), s0);
+  EXPECT_EQ(dims, (Dims{1, 3, 4}));
+
+  w.append_rows(path, s1to3, row);
+  EXPECT_EQ(f.read_doubles(path, &dims), concat<double>({s0, s1to3}));
+  EXPECT_EQ(dims, (Dims{4, 3, 4}));
+
+  w.append_rows(path, s4, row);
+  EXPECT_EQ(f.read_doubles(path, &dims), concat<double>({s0, s1to3, s4}));
+  EXPECT_EQ(dims, (Dims{5, 3, 4}));
+
+  const h5::DatasetLayout layout = layout_of(w.partial_path(), path);
+  EXPECT_EQ(layout.max_dims, (Dims{kUnlimited, 3, 4}));
+  EXPECT_EQ(layout.chunk, (Dims{h5::kAppendChunkMinBytes / 96 + 1, 3, 4}));  // 96-byte rows
+  EXPECT_TRUE(compressed(w.partial_path(), path));  // always, when compression > 0
+}
+
+TEST(RecordAppend, IntegerOverloadsAndScalarRows) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 1);
+  const std::string wrong = "/collectives/world/all_reduce/wrong";
+  const std::vector<std::int64_t> w0{0, -1, 2, std::numeric_limits<std::int64_t>::min()};
+  const std::vector<std::int64_t> w1{5, 6, 7, std::numeric_limits<std::int64_t>::max()};
+  w.append_rows(wrong, w0, {4});
+  w.append_rows(wrong, w1, {4});
+  Dims dims;
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_int64(wrong, &dims),
+            concat<std::int64_t>({w0, w1}));
+  EXPECT_EQ(dims, (Dims{2, 4}));
+
+  // row_dims {}: a 1-D [S] dataset growing by one scalar (or several) at a time.
+  const std::string sizes = "/collectives/world/all_reduce/sizes";
+  const std::vector<std::uint64_t> big{std::numeric_limits<std::uint64_t>::max()};
+  w.append_rows(sizes, std::vector<std::uint64_t>{8}, {});
+  w.append_rows(sizes, std::vector<std::uint64_t>{16, 32, 64}, {});
+  w.append_rows(sizes, big, {});
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_uint64(sizes, &dims),
+            (std::vector<std::uint64_t>{8, 16, 32, 64, std::numeric_limits<std::uint64_t>::max()}));
+  EXPECT_EQ(dims, (Dims{5}));
+  EXPECT_EQ(layout_of(w.partial_path(), sizes).max_dims, (Dims{kUnlimited}));
+}
+
+TEST(RecordAppend, ZeroRowsCreateAnEmptyDatasetThenGrow) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  w.append_rows("/g/x", std::vector<double>{}, {2});
+  Dims dims;
+  EXPECT_TRUE(RunFile::open(w.partial_path()).read_doubles("/g/x", &dims).empty());
+  EXPECT_EQ(dims, (Dims{0, 2}));
+  w.append_rows("/g/x", std::vector<double>{}, {2});  // no-op
+  w.append_rows("/g/x", std::vector<double>{1.0, 2.0}, {2});
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles("/g/x", &dims),
+            (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(dims, (Dims{1, 2}));
+}
+
+TEST(RecordAppend, LargeRowsAreChunkedOneRowAtATimeAndSplit) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 1);
+  // A 128 KiB row: one row per chunk.
+  const Dims mid{2, 8192};
+  w.append_rows("/mid", iota_values<double>(2 * 8192, 0.0), mid);
+  w.append_rows("/mid", iota_values<double>(2 * 2 * 8192, 1e6), mid);
+  const h5::DatasetLayout m = layout_of(w.partial_path(), "/mid");
+  EXPECT_EQ(m.dims, (Dims{3, 2, 8192}));
+  EXPECT_EQ(m.chunk, (Dims{1, 2, 8192}));
+  EXPECT_EQ(
+      RunFile::open(w.partial_path()).read_doubles("/mid"),
+      concat<double>({iota_values<double>(2 * 8192, 0.0), iota_values<double>(2 * 2 * 8192, 1e6)}));
+
+  // A 2.4 MB row ([iters, world] at a large world): split below 1 MiB, whole world rows kept.
+  const Dims big{6, 50000};
+  const std::vector<double> r0 = iota_values<double>(6 * 50000, 0.0);
+  const std::vector<double> r1 = iota_values<double>(6 * 50000, -3e6);
+  w.append_rows("/big", r0, big);
+  w.append_rows("/big", r1, big);
+  const h5::DatasetLayout b = layout_of(w.partial_path(), "/big");
+  EXPECT_EQ(b.dims, (Dims{2, 6, 50000}));
+  ASSERT_EQ(b.chunk.size(), 3U);
+  EXPECT_EQ(b.chunk[0], 1U);
+  EXPECT_EQ(b.chunk[2], 50000U);
+  EXPECT_LE(b.chunk[0] * b.chunk[1] * b.chunk[2] * sizeof(double), h5::kChunkTargetBytes);
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles("/big"), concat<double>({r0, r1}));
+}
+
+TEST(RecordAppend, RowShapeMismatchIsAnInternalErrorNamingThePath) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  const std::string path = "/collectives/world/all_gather/time_us";
+  w.append_rows(path, iota_values<double>(6, 0.0), {2, 3});
+
+  const std::string other = thrown<InternalError>([&] {
+    w.append_rows(path, iota_values<double>(6, 0.0), Dims{3, 2});
+  });
+  EXPECT_NE(other.find(path), std::string::npos) << other;
+  EXPECT_NE(other.find("[3, 2]"), std::string::npos) << other;
+  EXPECT_THROW(w.append_rows(path, iota_values<double>(6, 0.0), Dims{6}), InternalError);
+  EXPECT_THROW(w.append_rows(path, iota_values<double>(6, 0.0), Dims{1, 2, 3}), InternalError);
+
+  // Values that are not whole rows, and rows without elements.
+  const std::string partial = thrown<InternalError>([&] {
+    w.append_rows(path, iota_values<double>(7, 0.0), Dims{2, 3});
+  });
+  EXPECT_NE(partial.find(path), std::string::npos) << partial;
+  EXPECT_THROW(w.append_rows("/new", iota_values<double>(5, 0.0), Dims{2}), InternalError);
+  EXPECT_THROW(w.append_rows("/new", std::vector<double>{}, Dims{0}), InternalError);
+
+  // The refused calls changed nothing.
+  Dims dims;
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_doubles(path, &dims), iota_values<double>(6, 0.0));
+  EXPECT_EQ(dims, (Dims{1, 2, 3}));
+  EXPECT_FALSE(RunFile::open(w.partial_path()).has("/new"));
+}
+
+TEST(RecordAppend, ElementTypeMismatchIsAnInternalErrorNamingThePath) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  w.append_rows("/d", std::vector<double>{1.0, 2.0}, {2});
+  w.append_rows("/i", std::vector<std::int64_t>{1, 2}, {2});
+
+  const std::string msg = thrown<InternalError>([&] {
+    w.append_rows("/d", std::vector<std::int64_t>{1, 2}, {2});
+  });
+  EXPECT_NE(msg.find("'/d'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float64 values, these rows are int64"), std::string::npos) << msg;
+  EXPECT_THROW(w.append_rows("/d", std::vector<std::uint64_t>{1, 2}, {2}), InternalError);
+  EXPECT_THROW(w.append_rows("/i", std::vector<std::uint64_t>{1, 2}, {2}), InternalError);
+  EXPECT_THROW(w.append_rows("/i", std::vector<double>{1.0, 2.0}, {2}), InternalError);
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_int64("/i"), (std::vector<std::int64_t>{1, 2}));
+}
+
+TEST(RecordAppend, FixedDatasetsAndGroupsDoNotGrow) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  w.write_array("/fixed", std::vector<double>{1.0, 2.0, 3.0, 4.0}, {2, 2});
+  const std::string fixed = thrown<InternalError>([&] {
+    w.append_rows("/fixed", std::vector<double>{5.0, 6.0}, {2});
+  });
+  EXPECT_NE(fixed.find("'/fixed'"), std::string::npos) << fixed;
+  EXPECT_NE(fixed.find("fixed"), std::string::npos) << fixed;
+
+  w.set_attr("/grp", "note", std::string_view{"a group"});
+  const std::string group = thrown<InternalError>([&] {
+    w.append_rows("/grp", std::vector<double>{5.0, 6.0}, {2});
+  });
+  EXPECT_NE(group.find("'/grp'"), std::string::npos) << group;
+
+  // An appended dataset is not a write_array target either: each path is written one way.
+  w.append_rows("/grows", std::vector<double>{1.0}, {1});
+  EXPECT_THROW(w.write_array("/grows", std::vector<double>{1.0}, {1}), InternalError);
+}
+
+TEST(RecordAppend, RefusedAfterFinish) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  w.append_rows("/x", std::vector<double>{1.0}, {1});
+  w.finish("aborted");
+  EXPECT_THROW(w.append_rows("/x", std::vector<double>{2.0}, {1}), InternalError);
+  EXPECT_EQ(RunFile::open(w.final_path()).read_doubles("/x"), (std::vector<double>{1.0}));
+}
+
+}  // namespace
+}  // namespace shakedown

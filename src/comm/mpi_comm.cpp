@@ -5,76 +5,24 @@
 #include <cstring>
 #include <new>
 
+#include "comm/half.hpp"
 #include "comm/pattern_math.hpp"
 
 namespace shakedown {
 
 namespace {
 
-// ---- 16-bit floats for the user-defined reductions (round to nearest even, NaN kept) ----
-
-float bits_to_float(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-std::uint32_t float_to_bits(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
-}
-
-float bf16_to_float(std::uint16_t h) {
-  return bits_to_float(static_cast<std::uint32_t>(h) << 16);
-}
-
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t bits = float_to_bits(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>(bits >> 16);
-}
-
-float fp16_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_float(sign | 0x7f800000u | (mant << 13));  // inf / NaN
-  if (exp != 0) return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
-  if (mant == 0) return bits_to_float(sign);
-  // Subnormal: value = mant * 2^-24, exact in float.
-  const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
-  return (sign != 0u) ? -v : v;
-}
-
-std::uint16_t float_to_fp16(float f) {
-  const std::uint32_t bits = float_to_bits(f);
-  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  const std::uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs < 0x38800000u) {
-    // Subnormal or zero in fp16: round abs / 2^-24 to nearest even.
-    const float scaled = bits_to_float(abs) * 16777216.0f;
-    auto m = static_cast<std::uint32_t>(scaled);
-    const float rest = scaled - static_cast<float>(m);
-    if (rest > 0.5f || (rest == 0.5f && (m & 1u))) ++m;
-    return static_cast<std::uint16_t>(sign | m);
-  }
-  std::uint32_t v = abs - 0x38000000u;  // rebias exponent 127 -> 15
-  v += 0xfffu + ((v >> 13) & 1u);
-  return static_cast<std::uint16_t>(sign | (v >> 13));
-}
-
-template <float (*ToFloat)(std::uint16_t), std::uint16_t (*FromFloat)(float), bool kMax>
+// User-defined sum/max for the 16-bit floats MPI has no type for: widen, combine, round to
+// nearest even (half.hpp, the same conversions the patterns use).
+template <double (*ToDouble)(std::uint16_t), std::uint16_t (*FromDouble)(double), bool kMax>
 void half_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
   const auto* a = static_cast<const std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
   for (int i = 0; i < *len; ++i) {
-    const float x = ToFloat(a[i]);
-    const float y = ToFloat(b[i]);
-    b[i] = FromFloat(kMax ? (x > y ? x : y) : x + y);
+    // float arithmetic, as a GPU reduction would do it, then one rounding back.
+    const auto x = static_cast<float>(ToDouble(a[i]));
+    const auto y = static_cast<float>(ToDouble(b[i]));
+    b[i] = FromDouble(static_cast<double>(kMax ? (x > y ? x : y) : x + y));
   }
 }
 
@@ -111,10 +59,10 @@ MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
   size_ = comm_size(comm);
   SD_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half_type_));
   SD_MPI_CHECK(MPI_Type_commit(&half_type_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<bf16_to_float, float_to_bf16, false>, 1, &bf16_sum_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<bf16_to_float, float_to_bf16, true>, 1, &bf16_max_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<fp16_to_float, float_to_fp16, false>, 1, &fp16_sum_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<fp16_to_float, float_to_fp16, true>, 1, &fp16_max_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::bf16_to_double, small_float::bf16_from_double, false>, 1, &bf16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::bf16_to_double, small_float::bf16_from_double, true>, 1, &bf16_max_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::fp16_to_double, small_float::fp16_from_double, false>, 1, &fp16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::fp16_to_double, small_float::fp16_from_double, true>, 1, &fp16_max_));
 }
 
 MpiComm::~MpiComm() {
@@ -227,8 +175,9 @@ VerifyResult MpiComm::verify(const Buffer& buffer, std::uint64_t offset, Collect
 }
 
 void MpiComm::corrupt(Buffer& output, std::uint64_t index, DType dtype) {
-  // Add one: a different integer, representable in every dtype the patterns use.
-  store_element(output.data(), dtype, index, load_element(output.data(), dtype, index) + 1);
+  // A value that differs and survives the store in this dtype (v + 1 may round back to v).
+  store_element(output.data(), dtype, index,
+                corrupted_value(dtype, load_element(output.data(), dtype, index)));
 }
 
 }  // namespace shakedown

@@ -14,6 +14,7 @@
 #include "comm/collectives.hpp"
 #include "comm/comm.hpp"
 #include "comm/mpi_comm.hpp"
+#include "comm/timed_loop.hpp"
 #include "config/load.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
@@ -217,16 +218,7 @@ class Sweep {
         check();
       }
     } else {
-      // The timed loop: nothing but the collective between the stamps.
-      for (int it = 0; it < iters; ++it) {
-        comm.barrier();
-        const double t0 = now_us();
-        comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
-        comm.synchronize();
-        const double t1 = now_us();
-        a[it] = t0 - offset;
-        t[it] = t1 - t0;
-      }
+      timed_loop(comm, {info_.kind, send, recv, counts.unit, dtype_, op_, 0}, iters, offset, t, a);
     }
     return kMeasured;
   }

@@ -1,0 +1,20 @@
+#include "comm/timed_loop.hpp"
+
+#include "runtime/clock.hpp"
+
+namespace shakedown {
+
+void timed_loop(Comm& comm, const TimedCall& c, int iters, double clock_offset_us, double* time_us,
+                double* arrival_us) {
+  for (int it = 0; it < iters; ++it) {
+    comm.barrier();
+    const double t0 = now_us();
+    comm.run(c.kind, c.send, c.recv, c.unit, c.dtype, c.op, c.root);
+    comm.synchronize();
+    const double t1 = now_us();
+    arrival_us[it] = t0 - clock_offset_us;
+    time_us[it] = t1 - t0;
+  }
+}
+
+}  // namespace shakedown

@@ -6,7 +6,8 @@ printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$TMP/hostfile"
 out="$TMP/hosts.h5"
 "$MPIRUN" -n 4 --hostfile "$TMP/hostfile" --mca plm_rsh_agent "$SHAKEDOWN_SOURCE_DIR/scripts/local-rsh.sh" \
   --mca btl self,tcp --mca btl_tcp_if_include lo \
-  "$SHAKEDOWN" run --out "$out" >"$TMP/stdout" 2>"$TMP/stderr"
+  "$SHAKEDOWN" run --set collectives.sizes=8:4K --set collectives.ops=all_reduce,all_to_all \
+  --out "$out" >"$TMP/stdout" 2>"$TMP/stderr"
 rc=$?
 expect_rc 0 $rc "pretend-host run (stderr: $(tail -n 5 "$TMP/stderr"))"
 "$SHAKEDOWN" summary "$out" >"$TMP/summary"
@@ -14,4 +15,7 @@ expect_in "$TMP/summary" "4 on 2 nodes$" "two nodes, not virtual"
 for r in 0 1 2 3; do
   expect_in "$TMP/summary" "^  $r +$((r / 2)) +$((r % 2)) +" "rank $r placed by host"
 done
+# Collectives across the two pretend hosts: inter_node runs on the rails between them.
+expect_in "$TMP/summary" "inter_node all_reduce float32_sum out_of_place \(2 ranks" "inter-node scope over TCP"
+expect_in "$TMP/summary" "verdict: PASS" "verdict"
 pass "pretend hosts"

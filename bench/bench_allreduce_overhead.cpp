@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   MpiComm comm(MPI_COMM_WORLD);
   const int rank = comm.rank();
   if (rank == 0) {
-    std::printf("# harness overhead: %d ranks, %d iterations x %d alternating rounds, float32 sum\n",
-                comm.size(), iters, rounds);
+    std::printf(
+        "# harness overhead: %d ranks, %d iterations x %d alternating rounds, float32 sum\n",
+        comm.size(), iters, rounds);
     std::printf("%12s %12s %12s %10s %12s\n", "bytes", "bare_us", "harness_us", "ratio",
                 "extra_us");
   }

@@ -69,15 +69,14 @@ void format_group(const RunFile& f, const std::string& path, const std::string& 
       wrong_here += wrong[s * world + r];
     }
     if (skipped[s] != 0) {
-      std::snprintf(line, sizeof line, "    %10s %12llu   skipped: %s\n", size_text(sizes[s]).c_str(),
-                    static_cast<unsigned long long>(counts[s]),
+      std::snprintf(line, sizeof line, "    %10s %12llu   skipped: %s\n",
+                    size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
                     skipped[s] == 1 ? "too small for one element per rank" : "out of memory");
     } else {
       std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %11s %7lld\n",
                     size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
-                    num(med[s], 2).c_str(), num(p95[s], 2).c_str(),
-                    num(algbw[s], 3).c_str(), num(busbw[s], 3).c_str(),
-                    static_cast<long long>(wrong_here));
+                    num(med[s], 2).c_str(), num(p95[s], 2).c_str(), num(algbw[s], 3).c_str(),
+                    num(busbw[s], 3).c_str(), static_cast<long long>(wrong_here));
     }
     os << line;
   }

@@ -205,6 +205,10 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     run_pipeline(ctx, config, faults, recorder, *watchdog);
     watchdog->step("verdict");
     code = report_from_file(ctx, out);
+  } catch (const AgreedError& e) {
+    // Every rank has the same error: rank 0 reports and records it; the others wait to be ended.
+    if (ctx.is_root()) watchdog->fail(e.code(), e.what());
+    watchdog->await_abort(e.code());
   } catch (const Error& e) {
     watchdog->fail(e.code(), e.what());
   } catch (const std::exception& e) {

@@ -45,6 +45,10 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
         if (c.status == CheckStatus::kFail) code = static_cast<int>(ExitCode::kCheckFailed);
       }
     }
+  } catch (const AgreedError& e) {
+    // Every rank has the same error: rank 0 reports and records it; the others wait to be ended.
+    if (ctx.is_root()) watchdog->fail(e.code(), e.what());
+    watchdog->await_abort(e.code());
   } catch (const Error& e) {
     watchdog->fail(e.code(), e.what());
   } catch (const std::exception& e) {

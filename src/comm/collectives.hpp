@@ -8,13 +8,20 @@
 
 namespace shakedown {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAllToAll, kSendRecv };
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kAllToAll,
+  kSendRecv
+};
 
 // Element counts for one operation, per rank.
 struct CollectiveCounts {
-  std::uint64_t send = 0;  // elements in each rank's input buffer
-  std::uint64_t recv = 0;  // elements in each rank's output buffer
-  std::uint64_t unit = 0;  // the count passed to the library call (per-peer / per-rank count)
+  std::uint64_t send = 0;   // elements in each rank's input buffer
+  std::uint64_t recv = 0;   // elements in each rank's output buffer
+  std::uint64_t unit = 0;   // the count passed to the library call (per-peer / per-rank count)
   std::uint64_t bytes = 0;  // bytes used for algbw (nccl-tests' "size" after rounding)
 };
 

@@ -45,6 +45,8 @@ class Comm {
   // "" when this backend can run `kind` on `dtype` with `op`, else why not (e.g. "MPI has no
   // fp8 type", "NCCL < 2.24"): the sweep records it as unsupported, never skips silently.
   virtual std::string unsupported(CollectiveKind kind, DType dtype, ReduceOp op) const = 0;
+  // "" when `kind` can run in place here, else why not (NCCL: no in-place send/recv patterns).
+  virtual std::string unsupported_in_place(CollectiveKind /*kind*/) const { return ""; }
 
   // In-place runs use one buffer of max(send, recv) elements. The input starts at
   // in_place_send_offset and the output at in_place_recv_offset (elements): as nccl-tests,

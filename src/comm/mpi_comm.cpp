@@ -59,10 +59,14 @@ MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
   size_ = comm_size(comm);
   SD_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half_type_));
   SD_MPI_CHECK(MPI_Type_commit(&half_type_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::bf16_to_double, small_float::bf16_from_double, false>, 1, &bf16_sum_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::bf16_to_double, small_float::bf16_from_double, true>, 1, &bf16_max_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::fp16_to_double, small_float::fp16_from_double, false>, 1, &fp16_sum_));
-  SD_MPI_CHECK(MPI_Op_create(&half_op<small_float::fp16_to_double, small_float::fp16_from_double, true>, 1, &fp16_max_));
+  SD_MPI_CHECK(MPI_Op_create(
+      &half_op<small_float::bf16_to_double, small_float::bf16_from_double, false>, 1, &bf16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(
+      &half_op<small_float::bf16_to_double, small_float::bf16_from_double, true>, 1, &bf16_max_));
+  SD_MPI_CHECK(MPI_Op_create(
+      &half_op<small_float::fp16_to_double, small_float::fp16_from_double, false>, 1, &fp16_sum_));
+  SD_MPI_CHECK(MPI_Op_create(
+      &half_op<small_float::fp16_to_double, small_float::fp16_from_double, true>, 1, &fp16_max_));
 }
 
 MpiComm::~MpiComm() {

@@ -53,6 +53,12 @@ class NcclComm : public Comm {
 
   std::unique_ptr<Buffer> allocate(std::size_t bytes) override;
   std::string unsupported(CollectiveKind kind, DType dtype, ReduceOp op) const override;
+  std::string unsupported_in_place(CollectiveKind kind) const override {
+    const bool p2p = kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kSendRecv;
+    return p2p && size() > 1 ? "NCCL defines in-place only for collectives, not for grouped "
+                               "send/recv (all_to_all, send_recv)"
+                             : "";
+  }
 
   void run(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit, DType dtype,
            ReduceOp op, int root) override;

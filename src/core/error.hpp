@@ -34,6 +34,12 @@ class RuntimeFault : public Error {
   explicit RuntimeFault(const std::string& message) : Error(ExitCode::kRuntime, message) {}
 };
 
+// The same error on every rank (runtime/agree.hpp): one rank reporting it is enough.
+class AgreedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Library call failed in a way we did not expect: exit 4 unless the caller knows better.
 class InternalError : public Error {
  public:

@@ -7,7 +7,9 @@ namespace shakedown {
 
 // Linear interpolation between closest ranks; q in [0, 1].
 double percentile(std::span<const double> values, double q);
-inline double median(std::span<const double> values) { return percentile(values, 0.5); }
+inline double median(std::span<const double> values) {
+  return percentile(values, 0.5);
+}
 // Median absolute deviation from the median (unscaled).
 double mad(std::span<const double> values);
 

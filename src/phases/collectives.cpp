@@ -14,13 +14,16 @@
 #include "comm/collectives.hpp"
 #include "comm/comm.hpp"
 #include "comm/mpi_comm.hpp"
+#include "comm/nccl_comm.hpp"
 #include "comm/timed_loop.hpp"
 #include "config/load.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "phases/phase.hpp"
 #include "record/schema.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
+#include "topology/discovery.hpp"
 
 namespace shakedown {
 
@@ -147,7 +150,6 @@ class Sweep {
         w.set_attr(path_, "in_place", in_place_ ? 1 : 0);
         w.set_attr(path_, "nranks", scope_.nranks);
         w.set_attr(path_, "busbw_factor", info_.busbw_factor(scope_.nranks));
-        w.set_attr(path_, "backend", scope_.comm ? scope_.comm->backend() : "mpi");
         w.set_attr(path_, "planned_sizes", static_cast<std::int64_t>(nsizes));
       });
     });
@@ -348,16 +350,63 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   return wrong_total;
 }
 
-// auto: NCCL when every rank has a GPU and the build has NCCL; else MPI.
-std::string choose_backend(const PhaseEnv& env) {
+// This rank's GPU for NCCL, or why there is none.
+struct GpuChoice {
+  int device = -1;
+  std::string why_not;
+};
+
+GpuChoice choose_gpu(const Context& ctx) {
+#if SHAKEDOWN_HAVE_CUDA
+  CudaDevices devices = cuda_devices();
+  if (devices.gpus.empty()) return {-1, devices.note};
+  // As discovery does: the rank's slot among the ranks of its host picks the GPU.
+  const int index = ctx.host_local_rank() % static_cast<int>(devices.gpus.size());
+  return {devices.gpus[static_cast<std::size_t>(index)].index, ""};
+#else
+  (void)ctx;
+  return {-1, "this shakedown was built without CUDA"};
+#endif
+}
+
+// auto: NCCL when every rank has a GPU (and the build has NCCL), else MPI. nccl: every rank must
+// have one, else exit 2 naming the first rank without. Every rank reaches the same answer.
+std::string choose_backend(const PhaseEnv& env, const GpuChoice& gpu) {
   const std::string& wanted = env.config.collectives.backend;
   if (wanted == "mpi") return "mpi";
-  if (wanted == "nccl") {
-    throw UsageError(
-        "collectives.backend: nccl is not wired into the collectives phase in this version yet; "
-        "use mpi or auto");
+  int all_have = gpu.device >= 0 ? 1 : 0;
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, env.ctx.world()));
+  if (wanted == "auto") return all_have ? "nccl" : "mpi";
+  agreed(env.ctx.world(), [&] {
+    if (gpu.device < 0) {
+      throw UsageError(
+          "collectives.backend: nccl needs a GPU on every rank, and this rank has "
+          "none (" +
+          gpu.why_not + "); use backend mpi or auto");
+    }
+  });
+  return "nccl";
+}
+
+Backends make_backends(const Context& ctx, const std::string& backend, const GpuChoice& gpu) {
+  Backends b;
+  if (backend == "nccl") {
+#if SHAKEDOWN_HAVE_CUDA
+    auto world = NcclComm::create(ctx.world(), gpu.device);
+    // ncclCommSplit: intra-node = same node (NVLink), one rail = same local rank (network).
+    b.node = world->split(ctx.node_index(), ctx.local_rank());
+    b.rail = world->split(ctx.local_rank(), ctx.node_index());
+    b.world = std::move(world);
+    return b;
+#else
+    (void)gpu;
+    throw InternalError("nccl backend chosen in a build without CUDA");
+#endif
   }
-  return "mpi";
+  b.world = std::make_unique<MpiComm>(ctx.world());
+  b.node = std::make_unique<MpiComm>(ctx.node());
+  b.rail = std::make_unique<MpiComm>(ctx.rail());
+  return b;
 }
 
 }  // namespace
@@ -365,12 +414,13 @@ std::string choose_backend(const PhaseEnv& env) {
 void run_collectives(PhaseEnv& env) {
   const CollectivesConfig& cfg = env.config.collectives;
   const Context& ctx = env.ctx;
-  const std::string backend = choose_backend(env);
-  Backends b;
-  b.world = std::make_unique<MpiComm>(ctx.world());
-  b.node = std::make_unique<MpiComm>(ctx.node());
-  b.rail = std::make_unique<MpiComm>(ctx.rail());
-  const std::vector<std::uint64_t>& sizes = cfg.sizes.values;
+  env.watchdog.step("collectives: backend");
+  const GpuChoice gpu = choose_gpu(ctx);
+  const std::string backend = choose_backend(env, gpu);
+  env.watchdog.step("collectives: " + backend + " communicators");
+  Backends b = make_backends(ctx, backend, gpu);
+  const std::vector<std::uint64_t>& sizes =
+      backend == "nccl" ? cfg.nccl_sizes.values : cfg.sizes.values;
 
   std::vector<ScopeRun> scopes = plan_scopes(ctx, cfg, b);
   std::uint64_t wrong_total = 0;
@@ -396,9 +446,13 @@ void run_collectives(PhaseEnv& env) {
           for (bool in_place : {false, true}) {
             if ((in_place && cfg.in_place == "no") || (!in_place && cfg.in_place == "yes"))
               continue;
-            if (!why.empty()) {
+            const std::string why_here = !why.empty() ? why
+                                         : in_place   ? b.world->unsupported_in_place(info->kind)
+                                                      : "";
+            if (!why_here.empty()) {
               env.recorder.write([&](RunWriter& w) {
-                w.set_attr(group_path(scope.name, *info, dtype, op, in_place), "unsupported", why);
+                w.set_attr(group_path(scope.name, *info, dtype, op, in_place), "unsupported",
+                           why_here);
               });
               continue;
             }

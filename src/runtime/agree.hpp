@@ -13,7 +13,8 @@
 
 namespace shakedown {
 
-// Collective over `comm`. `code` 0 = this rank succeeded. Throws the first failure everywhere.
+// Collective over `comm`. `code` 0 = this rank succeeded. Throws the first failure everywhere,
+// as an AgreedError.
 void raise_first_failure(MPI_Comm comm, int code, const std::string& message);
 
 template <class F>

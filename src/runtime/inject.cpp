@@ -18,9 +18,9 @@ const std::vector<std::string>& fault_kinds() {
 namespace {
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
-  throw UsageError("--inject " + std::string(spec) + ": " + why +
-                   ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: " + join(fault_kinds()) +
-                   ")");
+  throw UsageError(
+      "--inject " + std::string(spec) + ": " + why +
+      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: " + join(fault_kinds()) + ")");
 }
 
 }  // namespace

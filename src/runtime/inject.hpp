@@ -17,8 +17,8 @@ struct FaultSpec {
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
-  int step = 0;  // stall before the phase (0) or before the phase's N-th measured step
-  std::string text;              // the spec as written, for messages and the record
+  int step = 0;      // stall before the phase (0) or before the phase's N-th measured step
+  std::string text;  // the spec as written, for messages and the record
 };
 
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.

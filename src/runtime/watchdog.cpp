@@ -177,6 +177,11 @@ void Watchdog::fail(ExitCode code, const std::string& message) {
   abort_job(code);
 }
 
+void Watchdog::await_abort(ExitCode code) {
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+  abort_job(code);
+}
+
 void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
   std::call_once(abort_once_, [&] {
     if (print) {

@@ -80,6 +80,10 @@ class Watchdog {
   // record it in the run file, and end the job with `code`. Never returns.
   [[noreturn]] void fail(ExitCode code, const std::string& message);
 
+  // Another rank (rank 0) is ending the job: wait for it, and end it from here if it does not
+  // within a grace period. Never returns.
+  [[noreturn]] void await_abort(ExitCode code);
+
   // True once the abort action ran and returned (tests only).
   bool tripped() const;
 

@@ -44,8 +44,8 @@ TEST(MpiComm, EveryCollectiveDtypeAndModeValidates) {
   MpiComm world(ctx.world()), node(ctx.node()), rail(ctx.rail());
   std::uint64_t wrong = 0;
   int checked = 0;
-  for (Comm* comm : {static_cast<Comm*>(&world), static_cast<Comm*>(&node),
-                     static_cast<Comm*>(&rail)}) {
+  for (Comm* comm :
+       {static_cast<Comm*>(&world), static_cast<Comm*>(&node), static_cast<Comm*>(&rail)}) {
     for (const auto& info : collective_table()) {
       for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt32}) {
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
@@ -54,9 +54,9 @@ TEST(MpiComm, EveryCollectiveDtypeAndModeValidates) {
             for (std::uint64_t bytes : {8ull, 1000ull, 4096ull, 65536ull + 48}) {
               const std::uint64_t w = run_checked(*comm, info, dtype, op, in_place, bytes);
               if (w != 0) {
-                ADD_FAILURE() << info.name << " " << dtype_name(dtype) << " "
-                              << reduce_op_name(op) << (in_place ? " in place " : " ")
-                              << bytes << " B on a communicator of " << comm->size() << ": " << w
+                ADD_FAILURE() << info.name << " " << dtype_name(dtype) << " " << reduce_op_name(op)
+                              << (in_place ? " in place " : " ") << bytes
+                              << " B on a communicator of " << comm->size() << ": " << w
                               << " wrong on rank " << ctx.rank();
               }
               wrong += w;

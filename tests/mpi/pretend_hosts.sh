@@ -7,7 +7,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# rtc ^hwloc: two orted daemons on one machine both share their hwloc topology through shared
+# memory, and one of them sometimes crashed in hwloc_shmem_topology_write (seen under load);
+# ranks are not bound here, so the component is not needed.
 printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$tmp/hostfile"
 "$here/../../scripts/mpirun-local.sh" -n 4 --hostfile "$tmp/hostfile" \
-  --mca plm_rsh_agent "$here/../../scripts/local-rsh.sh" --mca btl self,tcp \
+  --mca plm_rsh_agent "$here/../../scripts/local-rsh.sh" --mca btl self,tcp --mca rtc ^hwloc \
   --mca btl_tcp_if_include lo -x SHAKEDOWN_TEST_EXPECT_HOSTS=2 "$@"

@@ -39,14 +39,17 @@ std::string attr_or(const RunFile& f, const std::string& path, const char* name)
   return f.has_attr(path, name) ? f.attr_string(path, name) : "";
 }
 
-void format_group(const RunFile& f, const std::string& path, const std::string& title,
-                  std::ostringstream& os) {
+// Returns how many rows had a busbw above the configured link rate (marked with '!').
+int format_group(const RunFile& f, const std::string& path, const std::string& title,
+                 std::ostringstream& os) {
   const std::string unsupported = attr_or(f, path, "unsupported");
   if (!unsupported.empty()) {
     os << "  " << title << ": unsupported: " << unsupported << "\n";
-    return;
+    return 0;
   }
-  if (!f.has(path + "/sizes")) return;
+  if (!f.has(path + "/sizes")) return 0;
+  const double link = f.has_attr(path, "link_GBps") ? f.attr_double(path, "link_GBps") : 0.0;
+  int above = 0;
   const auto sizes = f.read_uint64(path + "/sizes");
   const auto counts = f.read_uint64(path + "/count");
   const auto skipped = f.read_int64(path + "/skipped");
@@ -73,13 +76,17 @@ void format_group(const RunFile& f, const std::string& path, const std::string& 
                     size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
                     skipped[s] == 1 ? "too small for one element per rank" : "out of memory");
     } else {
-      std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %11s %7lld\n",
+      const bool fast = link > 0 && busbw[s] > link;
+      above += fast ? 1 : 0;
+      std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %10s%s %7lld\n",
                     size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
                     num(med[s], 2).c_str(), num(p95[s], 2).c_str(), num(algbw[s], 3).c_str(),
-                    num(busbw[s], 3).c_str(), static_cast<long long>(wrong_here));
+                    num(busbw[s], 3).c_str(), fast ? "!" : " ",
+                    static_cast<long long>(wrong_here));
     }
     os << line;
   }
+  return above;
 }
 
 }  // namespace
@@ -89,6 +96,7 @@ std::string format_collectives(const RunFile& f) {
   if (!f.has(root)) return "";
   std::ostringstream os;
   os << "  backend: " << attr_or(f, root, "backend") << "\n";
+  int above = 0;
   for (const auto& scope : f.children(root)) {
     const std::string sp = root + "/" + scope;
     const std::string skip = attr_or(f, sp, "skipped");
@@ -99,11 +107,18 @@ std::string format_collectives(const RunFile& f) {
     for (const auto& op : f.children(sp)) {
       for (const auto& leaf : f.children(sp + "/" + op)) {
         for (const auto& mode : f.children(sp + "/" + op + "/" + leaf)) {
-          format_group(f, sp + "/" + op + "/" + leaf + "/" + mode,
-                       scope + " " + op + " " + leaf + " " + mode, os);
+          above += format_group(f, sp + "/" + op + "/" + leaf + "/" + mode,
+                                scope + " " + op + " " + leaf + " " + mode, os);
         }
       }
     }
+  }
+  if (above > 0) {
+    os << "  ! " << above
+       << " results show a busbw above the link rate configured for their scope "
+          "(collectives.intra_node_link_GBps / inter_node_link_GBps). They are kept: NCCL's NVLS "
+          "(NVLink SHARP) and tree algorithms move less data per rank than the ring model behind "
+          "busbw assumes. To compare links, rerun with NCCL_ALGO=Ring.\n";
   }
   return os.str();
 }

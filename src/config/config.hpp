@@ -61,6 +61,10 @@ struct CollectivesConfig {
   std::string validate = "per_size";  // per_size | every_iteration | off
   std::string on_wrong = "abort";     // abort | continue
   std::uint64_t seed = 1;
+  // Per-rank link rates (GB/s, one direction) of the paths a scope uses; 0 = unknown. A busbw
+  // above the rate is kept but flagged: NVLS/tree algorithms can beat the ring model's formula.
+  double intra_node_link_GBps = 0;
+  double inter_node_link_GBps = 0;
 
   friend bool operator==(const CollectivesConfig&, const CollectivesConfig&) = default;
 };

@@ -399,7 +399,11 @@ SectionSpec collectives_section() {
              ChoiceListRule{{"world", "intra_node", "inter_node", "rail"}}),
        field("validate", section, &S::validate, ChoiceRule{{"per_size", "every_iteration", "off"}}),
        field("on_wrong", section, &S::on_wrong, ChoiceRule{{"abort", "continue"}}),
-       field("seed", section, &S::seed, SeedRule{})}};
+       field("seed", section, &S::seed, SeedRule{}),
+       field("intra_node_link_GBps", section, &S::intra_node_link_GBps,
+             RealRule{0, false, 1e6, false}),
+       field("inter_node_link_GBps", section, &S::inter_node_link_GBps,
+             RealRule{0, false, 1e6, false})}};
 }
 
 SectionSpec gemm_section() {

@@ -37,6 +37,7 @@ enum SkipCode : std::int64_t { kMeasured = 0, kTooSmall = 1, kOutOfMemory = 2 };
 // One scope instance: the communicator this rank uses, or none when it sits this one out.
 struct ScopeRun {
   std::string name;  // HDF5 / report name: world, intra_node, inter_node, rail_<L>
+  double link_GBps;  // configured per-rank rate of the path it exercises, 0 unknown
   Comm* comm;        // nullptr: this rank is idle (other rails)
   int nranks;        // ranks in one instance of the scope (rank 0's view)
   std::string skip;  // non-empty: the scope cannot run here, and why
@@ -61,23 +62,27 @@ std::string group_path(const std::string& scope, const CollectiveInfo& info, DTy
 std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& cfg, Backends& b) {
   std::vector<ScopeRun> out;
   const int root_local_size = ctx.ranks_per_node() > 0 ? ctx.ranks_per_node() : ctx.local_size();
+  const double intra = cfg.intra_node_link_GBps;
+  const double inter = cfg.inter_node_link_GBps;
   for (const auto& scope : cfg.scopes) {
     if (scope == "world") {
-      out.push_back({"world", b.world.get(), ctx.world_size(), ""});
+      // Across nodes the network is the narrow path.
+      out.push_back(
+          {"world", ctx.node_count() > 1 ? inter : intra, b.world.get(), ctx.world_size(), ""});
     } else if (scope == "intra_node") {
-      out.push_back({"intra_node", b.node.get(), root_local_size,
+      out.push_back({"intra_node", intra, b.node.get(), root_local_size,
                      root_local_size < 2 ? "one rank per node: no intra-node traffic" : ""});
     } else if (scope == "inter_node") {
-      out.push_back({"inter_node", b.rail.get(), ctx.node_count(),
+      out.push_back({"inter_node", inter, b.rail.get(), ctx.node_count(),
                      ctx.node_count() < 2 ? "one node: no inter-node traffic" : ""});
     } else if (scope == "rail") {
       if (ctx.node_count() < 2) {
-        out.push_back({"rail", nullptr, 1, "one node: no inter-node traffic"});
+        out.push_back({"rail", inter, nullptr, 1, "one node: no inter-node traffic"});
         continue;
       }
       for (int l = 0; l < root_local_size; ++l) {
-        out.push_back({"rail_" + std::to_string(l), ctx.local_rank() == l ? b.rail.get() : nullptr,
-                       ctx.node_count(), ""});
+        out.push_back({"rail_" + std::to_string(l), inter,
+                       ctx.local_rank() == l ? b.rail.get() : nullptr, ctx.node_count(), ""});
       }
     }
   }
@@ -150,6 +155,7 @@ class Sweep {
         w.set_attr(path_, "in_place", in_place_ ? 1 : 0);
         w.set_attr(path_, "nranks", scope_.nranks);
         w.set_attr(path_, "busbw_factor", info_.busbw_factor(scope_.nranks));
+        w.set_attr(path_, "link_GBps", scope_.link_GBps);
         w.set_attr(path_, "planned_sizes", static_cast<std::int64_t>(nsizes));
       });
     });

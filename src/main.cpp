@@ -51,8 +51,10 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   run_cmd->add_option("--set", run.sets, "Override a config key: key.path=value (repeatable)");
   run_cmd->add_option("--inject", run.injects,
-                      "Plant a fault for self-test: stall:rank=R,phase=P[,seconds=S] (rank R "
-                      "sleeps before phase P) or fail:rank=R,phase=P (rank R fails there)");
+                      "Plant a fault for self-test (repeatable): stall:rank=R,phase=P[,seconds=S]"
+                      "[,step=N] (rank R sleeps before phase P, or before its N-th step), "
+                      "fail:rank=R,phase=P (rank R fails there), "
+                      "corrupt:rank=R,phase=collectives (rank R's results are changed)");
 
   TopoOptions topo;
   auto* topo_cmd =

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "core/error.hpp"
 #include "runtime/context.hpp"
 #include "runtime/watchdog.hpp"
 #include "topology/placement.hpp"
@@ -39,6 +40,22 @@ class InitGuard {
 // as the Context describes them.
 std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
                                         Watchdog::AbortHook hook);
+
+// Runs `body` on every rank. An error ends the job through the watchdog: named and recorded by
+// rank 0 (an AgreedError, the same on every rank, is reported once, by rank 0).
+template <class Body>
+void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
+  try {
+    body();
+  } catch (const AgreedError& e) {
+    if (ctx.is_root()) watchdog.fail(e.code(), e.what());
+    watchdog.await_abort(e.code());
+  } catch (const Error& e) {
+    watchdog.fail(e.code(), e.what());
+  } catch (const std::exception& e) {
+    watchdog.fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
+  }
+}
 
 // This rank's place and hardware, as discovery sees it from the Context's layout.
 RankInfo discover_this_rank(const Context& ctx);

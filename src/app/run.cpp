@@ -201,19 +201,11 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   auto watchdog =
       make_watchdog(ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); });
   int code = 0;
-  try {
+  run_guarded(ctx, *watchdog, [&] {
     run_pipeline(ctx, config, faults, recorder, *watchdog);
     watchdog->step("verdict");
     code = report_from_file(ctx, out);
-  } catch (const AgreedError& e) {
-    // Every rank has the same error: rank 0 reports and records it; the others wait to be ended.
-    if (ctx.is_root()) watchdog->fail(e.code(), e.what());
-    watchdog->await_abort(e.code());
-  } catch (const Error& e) {
-    watchdog->fail(e.code(), e.what());
-  } catch (const std::exception& e) {
-    watchdog->fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
-  }
+  });
   SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
   watchdog->stop();
   return code;

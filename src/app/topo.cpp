@@ -29,7 +29,7 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
 
   auto watchdog = make_watchdog(ctx, config, nullptr);
   int code = 0;
-  try {
+  run_guarded(ctx, *watchdog, [&] {
     watchdog->step("topology");
     std::vector<RankInfo> ranks = gather_records(ctx.world(), 0, discover_this_rank(ctx));
     if (ctx.is_root()) {
@@ -45,15 +45,7 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
         if (c.status == CheckStatus::kFail) code = static_cast<int>(ExitCode::kCheckFailed);
       }
     }
-  } catch (const AgreedError& e) {
-    // Every rank has the same error: rank 0 reports and records it; the others wait to be ended.
-    if (ctx.is_root()) watchdog->fail(e.code(), e.what());
-    watchdog->await_abort(e.code());
-  } catch (const Error& e) {
-    watchdog->fail(e.code(), e.what());
-  } catch (const std::exception& e) {
-    watchdog->fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
-  }
+  });
   SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
   watchdog->stop();
   return code;

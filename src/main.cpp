@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
                       "fail:rank=R,phase=P (rank R fails there), "
                       "corrupt:rank=R,phase=collectives (rank R's results are changed)");
 
+  run_cmd->add_flag("--progress", run.progress,
+                    "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "
+                    "is a terminal, which it is not under mpirun (it forwards through a pipe)");
+
   TopoOptions topo;
   auto* topo_cmd =
       app.add_subcommand("topo", "Print where every rank sits and the placement checks");

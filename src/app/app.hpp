@@ -14,6 +14,7 @@ struct RunOptions {
   std::vector<std::string> phases;   // --phases (split on commas)
   std::vector<std::string> sets;     // --set key.path=value
   std::vector<std::string> injects;  // --inject SPEC
+  bool progress = false;             // --progress: show it even when stderr is no terminal
   std::string command_line;          // as typed, for the record
 };
 

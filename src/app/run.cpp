@@ -26,6 +26,7 @@
 #include "runtime/context.hpp"
 #include "runtime/inject.hpp"
 #include "runtime/mpi.hpp"
+#include "runtime/progress.hpp"
 #include "runtime/watchdog.hpp"
 
 namespace shakedown {
@@ -119,7 +120,7 @@ RunMeta make_meta(const Context& ctx, const RunOptions& options, const std::stri
 // Everything after the output file exists. Errors here may be local to one rank; the caller
 // hands them to the watchdog, which records them and ends the job.
 void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, Recorder& recorder,
-                  Watchdog& watchdog) {
+                  Watchdog& watchdog, bool progress) {
   watchdog.step("clock sync");
   std::vector<ClockEstimate> clocks = sync_clocks(ctx.world(), kClockRounds);
   ctx.set_clock_offset_us(clocks[static_cast<std::size_t>(ctx.rank())].offset_us);
@@ -140,7 +141,8 @@ void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, R
     w.write_topology(ranks, check_placement(ranks, placement_options(ctx, config)));
   });
 
-  PhaseEnv env{ctx, config, recorder, watchdog, faults};
+  PhaseEnv env{ctx,      config, recorder,
+               watchdog, faults, ctx.is_root() && (progress || Progress::terminal())};
   for (const auto& name : pipeline_phases()) {
     if (std::find(config.phases.begin(), config.phases.end(), name) == config.phases.end()) {
       continue;
@@ -202,7 +204,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
       make_watchdog(ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); });
   int code = 0;
   run_guarded(ctx, *watchdog, [&] {
-    run_pipeline(ctx, config, faults, recorder, *watchdog);
+    run_pipeline(ctx, config, faults, recorder, *watchdog, options.progress);
     watchdog->step("verdict");
     code = report_from_file(ctx, out);
   });

@@ -23,6 +23,7 @@
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/progress.hpp"
 #include "topology/discovery.hpp"
 
 namespace shakedown {
@@ -99,8 +100,9 @@ struct RankSample {
 class Sweep {
  public:
   Sweep(PhaseEnv& env, const ScopeRun& scope, const CollectiveInfo& info, DType dtype, ReduceOp op,
-        bool in_place, int* step_counter)
+        bool in_place, int* step_counter, Progress* progress)
       : env_(env),
+        progress_(progress),
         scope_(scope),
         info_(info),
         dtype_(dtype),
@@ -143,6 +145,7 @@ class Sweep {
       std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
     }
     env_.watchdog.step(label);
+    progress_->update(n - 1, label.substr(label.find(' ') + 1));
   }
 
   void write_header(std::size_t nsizes) {
@@ -246,6 +249,7 @@ class Sweep {
                        const RankSample& mine, const std::string& label);
 
   PhaseEnv& env_;
+  Progress* progress_;
   const ScopeRun& scope_;
   const CollectiveInfo& info_;
   DType dtype_;
@@ -415,6 +419,30 @@ Backends make_backends(const Context& ctx, const std::string& backend, const Gpu
   return b;
 }
 
+// How many sizes the sweep will measure (the progress line's total).
+long count_steps(const std::vector<ScopeRun>& scopes, const CollectivesConfig& cfg,
+                 const Comm& world, std::size_t nsizes) {
+  long steps = 0;
+  for (const ScopeRun& scope : scopes) {
+    if (!scope.skip.empty()) continue;
+    for (const auto& op_name : cfg.ops) {
+      const CollectiveInfo* info = find_collective(op_name);
+      if (!info) continue;
+      const std::size_t nops = info->reduces ? cfg.reduce_ops.size() : 1;
+      for (const auto& dtype_text : cfg.dtypes) {
+        const DType dtype = *parse_dtype(dtype_text);
+        for (bool in_place : {false, true}) {
+          if ((in_place && cfg.in_place == "no") || (!in_place && cfg.in_place == "yes")) continue;
+          if (!world.unsupported(info->kind, dtype, ReduceOp::kSum).empty()) continue;
+          if (in_place && !world.unsupported_in_place(info->kind).empty()) continue;
+          steps += static_cast<long>(nops * nsizes);
+        }
+      }
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 void run_collectives(PhaseEnv& env) {
@@ -431,6 +459,7 @@ void run_collectives(PhaseEnv& env) {
   std::vector<ScopeRun> scopes = plan_scopes(ctx, cfg, b);
   std::uint64_t wrong_total = 0;
   int step_counter = 0;
+  Progress progress("collectives", count_steps(scopes, cfg, *b.world, sizes.size()), env.progress);
   for (const ScopeRun& scope : scopes) {
     if (!scope.skip.empty()) {
       env.recorder.write([&](RunWriter& w) {
@@ -462,7 +491,7 @@ void run_collectives(PhaseEnv& env) {
               });
               continue;
             }
-            Sweep sweep(env, scope, *info, dtype, op, in_place, &step_counter);
+            Sweep sweep(env, scope, *info, dtype, op, in_place, &step_counter, &progress);
             wrong_total += sweep.run(sizes);
           }
         }

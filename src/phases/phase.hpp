@@ -20,6 +20,7 @@ struct PhaseEnv {
   Recorder& recorder;
   Watchdog& watchdog;
   const FaultPlan& faults;
+  bool progress;  // rank 0 shows progress lines on stderr
 };
 
 struct PhaseEntry {

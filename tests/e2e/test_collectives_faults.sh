@@ -14,11 +14,13 @@ expect_in "$TMP/stderr" "wrong data in collectives world/all_reduce float32 out_
   "corruption names rank 2"
 [[ "$(h5_root_attr "$TMP/c.h5" status)" == aborted ]] || fail "corrupted run not marked aborted"
 
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --set collectives.on_wrong=continue \
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --set collectives.on_wrong=continue --progress \
   --set collectives.ops=all_reduce,all_gather --inject corrupt:rank=1,phase=collectives \
   --out "$TMP/k.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 3 $? "corruption with on_wrong: continue"
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION" "verdict after continue"
+expect_in "$TMP/stderr" "collectives [0-9]+/[0-9]+ \([0-9]+%\) world/all_gather .*ETA" "--progress line"
+grep -q "ETA" "$TMP/stdout" && fail "progress went to stdout"
 [[ "$(h5_root_attr "$TMP/k.h5" status)" == complete ]] || fail "continued run should be complete"
 # Row 4 = 128 B (all_gather needs 16 B per rank, so the smallest sizes are skipped).
 h5dump -d /collectives/world/all_gather/float32/in_place/wrong -s "4,0" -c "1,4" "$TMP/k.h5" >"$TMP/wrong"

@@ -39,3 +39,15 @@ TEST(Clock, ErrorBoundedByHalfRoundTrip) {
 TEST(Clock, EmptyIsAnError) {
   EXPECT_THROW(estimate_offset({}), InternalError);
 }
+
+#include <cmath>
+
+#include "runtime/progress.hpp"
+
+TEST(Progress, EtaReadsLikeAPerson) {
+  EXPECT_EQ(Progress::format_eta(12.4), "12 s");
+  EXPECT_EQ(Progress::format_eta(185), "3 min 5 s");
+  EXPECT_EQ(Progress::format_eta(3720), "1 h 2 min");
+  EXPECT_EQ(Progress::format_eta(-1), "?");
+  EXPECT_EQ(Progress::format_eta(std::nan("")), "?");
+}

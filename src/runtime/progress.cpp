@@ -1,0 +1,49 @@
+#include "runtime/progress.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/clock.hpp"
+
+namespace shakedown {
+
+Progress::Progress(std::string title, long total, bool enabled)
+    : title_(std::move(title)), total_(total), enabled_(enabled && total > 0) {
+  start_us_ = now_us();
+}
+
+Progress::~Progress() {
+  if (enabled_ && drawn_) std::fprintf(stderr, "\r\033[K");  // leave a clean line behind
+}
+
+bool Progress::terminal() {
+  return isatty(STDERR_FILENO) == 1;
+}
+
+std::string Progress::format_eta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long s = std::lround(seconds);
+  if (s < 60) return std::to_string(s) + " s";
+  if (s < 3600) return std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s";
+  return std::to_string(s / 3600) + " h " + std::to_string(s / 60 % 60) + " min";
+}
+
+void Progress::update(long done, const std::string& what) {
+  if (!enabled_) return;
+  const double now = now_us();
+  if (drawn_ && now - last_draw_us_ < 250e3) return;
+  last_draw_us_ = now;
+  drawn_ = true;
+  const double elapsed_s = (now - start_us_) * 1e-6;
+  const double eta =
+      done > 0 ? elapsed_s / static_cast<double>(done) * static_cast<double>(total_ - done)
+               : std::nan("");
+  std::fprintf(stderr, "\r\033[K%s %ld/%ld (%.0f%%) %s, ETA %s", title_.c_str(), done, total_,
+               100.0 * static_cast<double>(done) / static_cast<double>(total_), what.c_str(),
+               format_eta(eta).c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace shakedown

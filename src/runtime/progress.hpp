@@ -1,0 +1,33 @@
+#pragma once
+// A one-line progress report with an ETA on stderr, for rank 0 on a terminal only (DESIGN.md:
+// progress goes to stderr and only on a terminal). Elsewhere it stays silent, so logs and CI
+// output carry only results.
+#include <string>
+
+namespace shakedown {
+
+class Progress {
+ public:
+  // `enabled` is usually is_root && stderr is a terminal (see for_rank).
+  Progress(std::string title, long total, bool enabled);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  static bool terminal();  // stderr is a terminal
+  // Step `done` of `total` is starting; redraws at most a few times per second.
+  void update(long done, const std::string& what);
+
+  // "12 s", "3 min 5 s", "1 h 2 min".
+  static std::string format_eta(double seconds);
+
+ private:
+  std::string title_;
+  long total_;
+  bool enabled_;
+  double start_us_ = 0;
+  double last_draw_us_ = 0;
+  bool drawn_ = false;
+};
+
+}  // namespace shakedown

@@ -126,10 +126,13 @@ class Sweep {
       mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
-      if (skipped == kMeasured && scope_.comm != nullptr) skipped = measure(counts, bytes, mine);
-      // Everyone agrees on skips (an allocation may fail on one rank only).
+      Buffers buffers;
+      if (skipped == kMeasured && scope_.comm != nullptr) skipped = allocate(counts, buffers);
+      // An allocation may fail on one rank only: agree before anyone enters a collective, so
+      // the size is skipped everywhere instead of leaving the others waiting.
       SD_MPI_CHECK(
           MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
+      if (skipped == kMeasured && scope_.comm != nullptr) measure(counts, bytes, buffers, mine);
       wrong_total += record(bytes, counts, skipped, mine, label);
     }
     return wrong_total;
@@ -164,22 +167,37 @@ class Sweep {
     });
   }
 
-  // Validation run, warm-up and the timed loop. Returns a SkipCode.
-  std::int64_t measure(const CollectiveCounts& counts, std::uint64_t bytes, RankSample& out) {
+  // One buffer in place, input and output otherwise; allocated outside any timing.
+  struct Buffers {
+    std::unique_ptr<Buffer> in, out;
+  };
+
+  // Returns kMeasured, or kOutOfMemory when this rank cannot have the buffers.
+  std::int64_t allocate(const CollectiveCounts& counts, Buffers& b) {
+    Comm& comm = *scope_.comm;
+    const std::size_t elem = dtype_size(dtype_);
+    try {
+      if (in_place_) {
+        b.in = comm.allocate(std::max(counts.send, counts.recv) * elem);
+      } else {
+        b.in = comm.allocate(counts.send * elem);
+        b.out = comm.allocate(counts.recv * elem);
+      }
+    } catch (const OutOfMemory&) {
+      b = {};
+      return kOutOfMemory;
+    }
+    return kMeasured;
+  }
+
+  // Validation run, warm-up and the timed loop.
+  void measure(const CollectiveCounts& counts, std::uint64_t bytes, Buffers& buffers,
+               RankSample& out) {
     Comm& comm = *scope_.comm;
     const CollectivesConfig& cfg = env_.config.collectives;
     const std::size_t elem = dtype_size(dtype_);
-    std::unique_ptr<Buffer> in, outbuf;
-    try {
-      if (in_place_) {
-        in = comm.allocate(std::max(counts.send, counts.recv) * elem);
-      } else {
-        in = comm.allocate(counts.send * elem);
-        outbuf = comm.allocate(counts.recv * elem);
-      }
-    } catch (const OutOfMemory&) {
-      return kOutOfMemory;
-    }
+    std::unique_ptr<Buffer>& in = buffers.in;
+    std::unique_ptr<Buffer>& outbuf = buffers.out;
     Buffer& result = in_place_ ? *in : *outbuf;
     char* base = static_cast<char*>(in->data());
     void* send =
@@ -231,7 +249,6 @@ class Sweep {
     } else {
       timed_loop(comm, {info_.kind, send, recv, counts.unit, dtype_, op_, 0}, iters, offset, t, a);
     }
-    return kMeasured;
   }
 
   // Fewer iterations for huge sizes when iter_bytes_budget is set (at least one).

@@ -62,15 +62,15 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
   const int me = comm_rank(MPI_COMM_WORLD);
   Observed seen;
   {
-    Watchdog wd(MPI_COMM_WORLD, test_options(seen, 0.3), rank_names(),
+    Watchdog wd(MPI_COMM_WORLD, test_options(seen, 1.0), rank_names(),
                 [&](const std::string& reason) {
                   std::lock_guard lock(seen.mutex);
                   seen.reason = reason;
                 });
     wd.step("warm up");
     MPI_Barrier(MPI_COMM_WORLD);
-    // The last rank dawdles 1.5 s (not in MPI) before the step everyone else has reached.
-    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // The last rank dawdles 3 s (not in MPI) before the step everyone else has reached.
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
     wd.step("the step");
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0) {
@@ -81,7 +81,7 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
   if (me == 0) {
     EXPECT_EQ(seen.aborts, 1);
     EXPECT_NE(seen.reason.find("TIMEOUT: rank " + std::to_string(late) +
-                               " did not reach 'the step' within 0.3 s (last at 'warm up')"),
+                               " did not reach 'the step' within 1 s (last at 'warm up')"),
               std::string::npos)
         << seen.reason;
   } else {

@@ -21,13 +21,21 @@ class OutOfMemory : public RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };
 
-// Owns memory of the backend's kind. Move-only.
+// Owns memory of the backend's kind; each backend's subclass allocates in its constructor and
+// frees in its destructor. Not copyable.
 class Buffer {
  public:
   virtual ~Buffer() = default;
-  virtual void* data() = 0;
-  virtual const void* data() const = 0;
-  virtual std::size_t bytes() const = 0;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ protected:
+  explicit Buffer(std::size_t bytes) : bytes_(bytes) {}
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 class Comm {

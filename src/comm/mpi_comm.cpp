@@ -28,7 +28,7 @@ void half_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
 
 class HostBuffer : public Buffer {
  public:
-  explicit HostBuffer(std::size_t bytes) : bytes_(bytes) {
+  explicit HostBuffer(std::size_t bytes) : Buffer(bytes) {
     // 64-byte alignment: cache lines, and what vectorised reductions like.
     const std::size_t rounded = (bytes + 63) / 64 * 64;
     data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
@@ -37,15 +37,6 @@ class HostBuffer : public Buffer {
     }
   }
   ~HostBuffer() override { std::free(data_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  void* data() override { return data_; }
-  const void* data() const override { return data_; }
-  std::size_t bytes() const override { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 const char* at(const void* base, std::uint64_t elements, std::size_t elem_size) {

@@ -23,7 +23,7 @@ namespace {
 
 class DeviceBuffer : public Buffer {
  public:
-  DeviceBuffer(std::size_t bytes, int device, const std::string& where) : bytes_(bytes) {
+  DeviceBuffer(std::size_t bytes, int device, const std::string& where) : Buffer(bytes) {
     if (bytes == 0) return;  // cudaMalloc(0) gives nullptr; nothing to own
     const cudaError_t rc = cudaMalloc(&data_, bytes);
     if (rc == cudaErrorMemoryAllocation) {
@@ -41,16 +41,6 @@ class DeviceBuffer : public Buffer {
   ~DeviceBuffer() override {
     if (data_ != nullptr) (void)cudaFree(data_);  // a destructor cannot report; teardown goes on
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* data() override { return data_; }
-  const void* data() const override { return data_; }
-  std::size_t bytes() const override { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 // Closes an NCCL group on every path: an error between start and end must not leave later NCCL

@@ -436,28 +436,47 @@ Backends make_backends(const Context& ctx, const std::string& backend, const Gpu
   return b;
 }
 
-// How many sizes the sweep will measure (the progress line's total).
-long count_steps(const std::vector<ScopeRun>& scopes, const CollectivesConfig& cfg,
-                 const Comm& world, std::size_t nsizes) {
-  long steps = 0;
+// One (scope, collective, dtype, reduction, mode) sweep over the sizes, or why it cannot run.
+struct SweepPlan {
+  const ScopeRun* scope;
+  const CollectiveInfo* info;
+  DType dtype;
+  ReduceOp op;
+  bool in_place;
+  std::string unsupported;  // non-empty: recorded, not run
+};
+
+// Every sweep of the phase, in the order they run; scopes that cannot run here are left out.
+std::vector<SweepPlan> plan_sweeps(const std::vector<ScopeRun>& scopes,
+                                   const CollectivesConfig& cfg, const Comm& world) {
+  std::vector<ReduceOp> reduce_ops;
+  for (const auto& r : cfg.reduce_ops) reduce_ops.push_back(*parse_reduce_op(r));
+  std::vector<bool> modes;
+  if (cfg.in_place != "yes") modes.push_back(false);
+  if (cfg.in_place != "no") modes.push_back(true);
+  std::vector<SweepPlan> plans;
   for (const ScopeRun& scope : scopes) {
     if (!scope.skip.empty()) continue;
     for (const auto& op_name : cfg.ops) {
       const CollectiveInfo* info = find_collective(op_name);
-      if (!info) continue;
-      const std::size_t nops = info->reduces ? cfg.reduce_ops.size() : 1;
+      if (!info) throw InternalError("collectives: unknown collective " + op_name);
+      // A collective without a reduction runs once, whatever reduce_ops lists.
+      const std::vector<ReduceOp> ops = info->reduces ? reduce_ops : std::vector{ReduceOp::kSum};
       for (const auto& dtype_text : cfg.dtypes) {
         const DType dtype = *parse_dtype(dtype_text);
-        for (bool in_place : {false, true}) {
-          if ((in_place && cfg.in_place == "no") || (!in_place && cfg.in_place == "yes")) continue;
-          if (!world.unsupported(info->kind, dtype, ReduceOp::kSum).empty()) continue;
-          if (in_place && !world.unsupported_in_place(info->kind).empty()) continue;
-          steps += static_cast<long>(nops * nsizes);
+        for (ReduceOp op : ops) {
+          const std::string why = world.unsupported(info->kind, dtype, op);
+          for (bool in_place : modes) {
+            plans.push_back({&scope, info, dtype, op, in_place,
+                             !why.empty() ? why
+                             : in_place   ? world.unsupported_in_place(info->kind)
+                                          : ""});
+          }
         }
       }
     }
   }
-  return steps;
+  return plans;
 }
 
 }  // namespace
@@ -473,47 +492,30 @@ void run_collectives(PhaseEnv& env) {
   const std::vector<std::uint64_t>& sizes =
       backend == "nccl" ? cfg.nccl_sizes.values : cfg.sizes.values;
 
-  std::vector<ScopeRun> scopes = plan_scopes(ctx, cfg, b);
+  const std::vector<ScopeRun> scopes = plan_scopes(ctx, cfg, b);
+  for (const ScopeRun& scope : scopes) {
+    if (scope.skip.empty()) continue;
+    env.recorder.write([&](RunWriter& w) {
+      w.set_attr(std::string(schema::kCollectivesGroup) + "/" + scope.name, "skipped", scope.skip);
+    });
+  }
+  const std::vector<SweepPlan> plans = plan_sweeps(scopes, cfg, *b.world);
+  long runnable = 0;
+  for (const SweepPlan& p : plans) runnable += p.unsupported.empty() ? 1 : 0;
+  Progress progress("collectives", runnable * static_cast<long>(sizes.size()), env.progress);
+
   std::uint64_t wrong_total = 0;
   int step_counter = 0;
-  Progress progress("collectives", count_steps(scopes, cfg, *b.world, sizes.size()), env.progress);
-  for (const ScopeRun& scope : scopes) {
-    if (!scope.skip.empty()) {
+  for (const SweepPlan& p : plans) {
+    if (!p.unsupported.empty()) {
       env.recorder.write([&](RunWriter& w) {
-        w.set_attr(std::string(schema::kCollectivesGroup) + "/" + scope.name, "skipped",
-                   scope.skip);
+        w.set_attr(group_path(p.scope->name, *p.info, p.dtype, p.op, p.in_place), "unsupported",
+                   p.unsupported);
       });
       continue;
     }
-    for (const auto& op_name : cfg.ops) {
-      const CollectiveInfo* info = find_collective(op_name);
-      if (!info) throw InternalError("collectives: unknown collective " + op_name);
-      for (const auto& dtype_text : cfg.dtypes) {
-        const DType dtype = *parse_dtype(dtype_text);
-        std::vector<ReduceOp> ops;
-        for (const auto& r : cfg.reduce_ops) ops.push_back(*parse_reduce_op(r));
-        if (!info->reduces) ops = {ReduceOp::kSum};  // the op is not used; one pass
-        for (ReduceOp op : ops) {
-          std::string why = b.world->unsupported(info->kind, dtype, op);
-          for (bool in_place : {false, true}) {
-            if ((in_place && cfg.in_place == "no") || (!in_place && cfg.in_place == "yes"))
-              continue;
-            const std::string why_here = !why.empty() ? why
-                                         : in_place   ? b.world->unsupported_in_place(info->kind)
-                                                      : "";
-            if (!why_here.empty()) {
-              env.recorder.write([&](RunWriter& w) {
-                w.set_attr(group_path(scope.name, *info, dtype, op, in_place), "unsupported",
-                           why_here);
-              });
-              continue;
-            }
-            Sweep sweep(env, scope, *info, dtype, op, in_place, &step_counter, &progress);
-            wrong_total += sweep.run(sizes);
-          }
-        }
-      }
-    }
+    Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress);
+    wrong_total += sweep.run(sizes);
   }
   env.recorder.write([&](RunWriter& w) {
     w.set_attr(schema::kCollectivesGroup, "backend", backend);

@@ -15,12 +15,6 @@ namespace shakedown {
 
 enum class MemoryKind { kHost, kDevice };
 
-// An allocation failed (host or device): the sweep records the size as skipped and goes on.
-class OutOfMemory : public RuntimeFault {
- public:
-  using RuntimeFault::RuntimeFault;
-};
-
 // Owns memory of the backend's kind; each backend's subclass allocates in its constructor and
 // frees in its destructor. Not copyable.
 class Buffer {

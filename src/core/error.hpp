@@ -34,6 +34,12 @@ class RuntimeFault : public Error {
   explicit RuntimeFault(const std::string& message) : Error(ExitCode::kRuntime, message) {}
 };
 
+// An allocation failed (host or device): a sweep records the size as skipped and goes on.
+class OutOfMemory : public RuntimeFault {
+ public:
+  using RuntimeFault::RuntimeFault;
+};
+
 // The same error on every rank (runtime/agree.hpp): one rank reporting it is enough.
 class AgreedError : public Error {
  public:

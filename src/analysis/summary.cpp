@@ -3,14 +3,19 @@
 #include <sstream>
 
 #include "analysis/collectives_report.hpp"
+#include "analysis/gemm_report.hpp"
 #include "analysis/reporters/text.hpp"
+#include "core/strings.hpp"
 #include "record/schema.hpp"
 
 namespace shakedown {
 
 Verdict compute_verdict(const RunFile& file) {
   Verdict v;
-  for (const auto& c : file.placement_checks()) {
+  std::vector<CheckResult> checks = file.placement_checks();
+  const GemmFindings gemm = gemm_findings(file);
+  checks.insert(checks.end(), gemm.checks.begin(), gemm.checks.end());
+  for (const auto& c : checks) {
     if (c.status == CheckStatus::kFail) v.failed.push_back(c);
     if (c.status == CheckStatus::kWarn) v.warned.push_back(c);
   }
@@ -26,10 +31,18 @@ Verdict compute_verdict(const RunFile& file) {
       reason = file.attr_string("/", schema::kAttrAbortReason);
     }
     v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
-  } else if (const std::uint64_t wrong = collectives_wrong(file); wrong > 0) {
+  } else if (const std::uint64_t wrong = collectives_wrong(file);
+             wrong > 0 || gemm.corrupt_ranks > 0) {
     v.code = ExitCode::kRuntime;
-    v.headline = "DATA CORRUPTION: " + std::to_string(wrong) +
-                 " wrong elements in the collectives (see the #wrong columns)";
+    std::vector<std::string> parts;
+    if (wrong > 0) {
+      parts.push_back(std::to_string(wrong) +
+                      " wrong elements in the collectives (see the #wrong columns)");
+    }
+    for (const auto& c : gemm.checks) {
+      if (c.status == CheckStatus::kFail) parts.push_back(c.name + ": " + c.reason);
+    }
+    v.headline = "DATA CORRUPTION: " + join(parts, "; ");
   } else if (!v.failed.empty()) {
     v.code = ExitCode::kCheckFailed;
     v.headline = "FAIL:";
@@ -53,6 +66,10 @@ std::string format_summary(const RunFile& file, const Verdict& verdict) {
   if (!nodes.empty()) os << "\ninventory\n" << format_inventory(nodes);
   os << "\nclock\n" << format_clock(file.clock_offsets_us(), file.clock_rtt_us());
   if (std::string c = format_collectives(file); !c.empty()) os << "\ncollectives\n" << c;
+  const GemmFindings gemm = gemm_findings(file);
+  if (std::string g = format_gemm(file, gemm); !g.empty()) os << "\ngemm\n" << g;
+  // The checks beyond placement (placement is listed above, next to the topology).
+  if (!gemm.checks.empty()) os << "\nchecks\n" << format_checks(gemm.checks);
   os << "\nverdict: " << verdict.headline << " (exit " << static_cast<int>(verdict.code) << ")\n";
   return os.str();
 }

@@ -79,11 +79,12 @@ struct GemmConfig {
   std::string engine = "auto";     // auto | cpu | cublaslt
   std::vector<GemmShape> shapes;   // empty: derived from hidden size
   std::int64_t hidden = 1024;      // transformer hidden size for the default layer shapes
+  std::int64_t tokens = 2048;      // m of the default layer shapes (sequence x micro-batch)
   std::string format = "e4m3";     // e4m3 | hybrid
   std::string out_dtype = "bf16";  // bf16 | fp32
   int warmup = 2;
   int iters = 5;
-  int threads = 0;  // 0: OpenBLAS default
+  int threads = 0;  // CPU engine; 0: the rank's share of its host's cores
   bool fast_accum = true;
   std::uint64_t seed = 1;
 

@@ -414,6 +414,7 @@ SectionSpec gemm_section() {
       {field("engine", section, &S::engine, ChoiceRule{{"auto", "cpu", "cublaslt"}}),
        field("shapes", section, &S::shapes, ShapesRule{}),
        field("hidden", section, &S::hidden, IntRule{1, kMaxGemmDim}),
+       field("tokens", section, &S::tokens, IntRule{1, kMaxGemmDim}),
        field("format", section, &S::format, ChoiceRule{{"e4m3", "hybrid"}}),
        field("out_dtype", section, &S::out_dtype, ChoiceRule{{"bf16", "fp32"}}),
        field("warmup", section, &S::warmup, kWarmup), field("iters", section, &S::iters, kIters),

@@ -19,12 +19,12 @@
 #include "config/load.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "phases/gpu.hpp"
 #include "phases/phase.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/progress.hpp"
-#include "topology/discovery.hpp"
 
 namespace shakedown {
 
@@ -377,32 +377,12 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   return wrong_total;
 }
 
-// This rank's GPU for NCCL, or why there is none.
-struct GpuChoice {
-  int device = -1;
-  std::string why_not;
-};
-
-GpuChoice choose_gpu(const Context& ctx) {
-#if SHAKEDOWN_HAVE_CUDA
-  CudaDevices devices = cuda_devices();
-  if (devices.gpus.empty()) return {-1, devices.note};
-  // As discovery does: the rank's slot among the ranks of its host picks the GPU.
-  const int index = ctx.host_local_rank() % static_cast<int>(devices.gpus.size());
-  return {devices.gpus[static_cast<std::size_t>(index)].index, ""};
-#else
-  (void)ctx;
-  return {-1, "this shakedown was built without CUDA"};
-#endif
-}
-
 // auto: NCCL when every rank has a GPU (and the build has NCCL), else MPI. nccl: every rank must
 // have one, else exit 2 naming the first rank without. Every rank reaches the same answer.
 std::string choose_backend(const PhaseEnv& env, const GpuChoice& gpu) {
   const std::string& wanted = env.config.collectives.backend;
   if (wanted == "mpi") return "mpi";
-  int all_have = gpu.device >= 0 ? 1 : 0;
-  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, env.ctx.world()));
+  const bool all_have = every_rank_has_gpu(env.ctx, gpu);
   if (wanted == "auto") return all_have ? "nccl" : "mpi";
   agreed(env.ctx.world(), [&] {
     if (gpu.device < 0) {

@@ -6,6 +6,7 @@ const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
       {"inventory", run_inventory},
       {"collectives", run_collectives},
+      {"gemm", run_gemm},
   };
   return kTable;
 }

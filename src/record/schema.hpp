@@ -156,9 +156,18 @@ inline constexpr const char* kLinkscanRound = "/linkscan/round";     // int64 [P
 
 // ---- /gemm/<shape>/ ----
 inline constexpr const char* kGemmGroup = "/gemm";
+// attrs: order (1, 2, ... as run), m, n, k, a_format, b_format, out_dtype, fast_accum, flop, engine, skipped (0 measured,
+// 2 out of memory; then skip_reason), hash_groups and hash_group_<g> (engine description).
 inline constexpr const char* kGemmTflops = "tflops";           // double [iters, world]
-inline constexpr const char* kGemmMaxRelErr = "max_rel_err";   // double [world]
+inline constexpr const char* kGemmTimeUs = "time_us";          // double [iters, world]
+inline constexpr const char* kGemmMaxRelErr = "max_rel_err";   // double [world], normwise
+inline constexpr const char* kGemmErrBoundRatio = "err_bound_ratio";  // double [world], > 1 wrong
+inline constexpr const char* kGemmWorstIndex = "worst_index";   // int64 [world], index in D
+inline constexpr const char* kGemmWorstExpected = "worst_expected";  // double [world], fp64
+inline constexpr const char* kGemmWorstGot = "worst_got";       // double [world]
+inline constexpr const char* kGemmRowsChecked = "rows_checked";  // int64 [world]
 inline constexpr const char* kGemmOutputHash = "output_hash";  // uint64 [world]
+inline constexpr const char* kGemmHashGroup = "hash_group";    // int64 [world]: hash_group_<g>
 
 // ---- /train/ ----
 inline constexpr const char* kTrainGroup = "/train";

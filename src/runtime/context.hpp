@@ -41,6 +41,13 @@ class Context {
   int ranks_per_node() const { return layout_.ranks_per_node; }
   int local_size() const { return comm_size(node_.get()); }
   // Index among the ranks of this host: the GPU slot, also with virtual nodes.
+  // Ranks sharing this rank's host (all its virtual nodes together).
+  int host_local_size() const {
+    const int host = layout_.host_of_rank[static_cast<std::size_t>(rank_)];
+    int n = 0;
+    for (int h : layout_.host_of_rank) n += h == host ? 1 : 0;
+    return n;
+  }
   int host_local_rank() const {
     return layout_.host_local_rank_of_rank[static_cast<std::size_t>(rank_)];
   }

@@ -11,16 +11,29 @@
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt"};
+  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt", "sdc"};
   return kKinds;
 }
+
+namespace {
+
+// The phases that plant each kind ("" = any phase): a fault nobody plants must not pass silently.
+std::string_view planted_in(std::string_view kind) {
+  if (kind == "corrupt") return "collectives";
+  if (kind == "sdc") return "gemm";
+  return "";
+}
+
+}  // namespace
 
 namespace {
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw UsageError(
       "--inject " + std::string(spec) + ": " + why +
-      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: " + join(fault_kinds()) + ")");
+      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: stall (any phase), fail (any "
+      "phase), corrupt (collectives), sdc (gemm); step=N: the N-th measured step of the phase, "
+      "for stall and sdc)");
 }
 
 }  // namespace
@@ -56,6 +69,10 @@ FaultSpec parse_fault(std::string_view spec) {
       if (std::find(phases.begin(), phases.end(), value) == phases.end()) {
         fail(spec, "unknown phase '" + value + "' (phases: " + join(phases) + ")");
       }
+      if (const std::string_view only = planted_in(f.kind); !only.empty() && value != only) {
+        fail(spec, "a " + f.kind + " fault is planted only in phase " + std::string(only) +
+                       ", not in '" + value + "'");
+      }
       f.phase = value;
       have_phase = true;
     } else if (key == "seconds" && f.kind == "stall") {
@@ -65,7 +82,7 @@ FaultSpec parse_fault(std::string_view spec) {
           f.seconds < 0) {
         fail(spec, "seconds must be a number >= 0, got '" + value + "'");
       }
-    } else if (key == "step" && f.kind == "stall") {
+    } else if (key == "step" && (f.kind == "stall" || f.kind == "sdc")) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.step);
       if (ec != std::errc{} || p != value.data() + value.size() || f.step < 0) {
         fail(spec, "step must be a step number >= 0, got '" + value + "'");

@@ -11,13 +11,14 @@ namespace shakedown {
 struct FaultSpec {
   // stall: sleep `seconds` before the phase (or its step N); corrupt: change one element of the
   // rank's collective results before they are checked; fail: throw at the phase start (checks
-  // that one rank's failure ends the job, named, with the file marked aborted). Later phases
-  // add their own kinds (corrupt, sdc ...).
+  // that one rank's failure ends the job, named, with the file marked aborted); sdc: flip one
+  // bit of the rank's GEMM output after the timed runs (all shapes, or only its step N), which
+  // the cross-rank hash comparison must catch.
   std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
-  int step = 0;      // stall before the phase (0) or before the phase's N-th measured step
+  int step = 0;      // stall/sdc: the whole phase (0) or only the phase's N-th measured step
   std::string text;  // the spec as written, for messages and the record
 };
 

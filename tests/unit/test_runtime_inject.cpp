@@ -18,6 +18,14 @@ TEST(Inject, ParsesStall) {
   EXPECT_FALSE(plan.find("stall", 1, "gemm"));
 }
 
+TEST(Inject, ParsesSdcWithOptionalStep) {
+  const FaultSpec all = parse_fault("sdc:rank=2,phase=gemm");
+  EXPECT_EQ(all.kind, "sdc");
+  EXPECT_EQ(all.rank, 2);
+  EXPECT_EQ(all.step, 0);
+  EXPECT_EQ(parse_fault("sdc:rank=0,phase=gemm,step=3").step, 3);
+}
+
 TEST(Inject, DefaultStallOutlastsAnyTimeout) {
   EXPECT_GE(parse_fault("stall:rank=0,phase=gemm").seconds, 3600);
 }
@@ -34,6 +42,10 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase=inventory,seconds=-3", "seconds must be"},
       {"stall:rank=1,phase=inventory,color=red", "unknown key 'color'"},
       {"stall:rank=1,phase", "'phase' is not key=value"},
+      {"corrupt:rank=1,phase=inventory", "planted only in phase collectives"},
+      {"sdc:rank=1,phase=collectives", "planted only in phase gemm"},
+      {"sdc:rank=1,phase=gemm,seconds=3", "unknown key 'seconds'"},
+      {"fail:rank=1,phase=gemm,step=2", "unknown key 'step'"},
   };
   for (const auto& [spec, expect] : cases) {
     try {

@@ -1,0 +1,315 @@
+#include "analysis/gemm_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "analysis/stragglers.hpp"
+#include "config/load.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+std::string rank_name(const std::vector<RankInfo>& ranks, int r) {
+  for (const auto& info : ranks) {
+    if (info.rank == r) {
+      return "rank " + std::to_string(r) + " (host " + info.hostname + ", node " +
+             std::to_string(info.node_index) + ")";
+    }
+  }
+  return "rank " + std::to_string(r);
+}
+
+// TFLOP/s with as many decimals as the magnitude needs (CPU 0.05, GPU 1312).
+std::string tflops_text(double v) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  if (std::fabs(v) >= 100) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else if (std::fabs(v) >= 1) {
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+  }
+  return buf;
+}
+
+// printf's %.<digits>g and %.<digits>f for one value.
+std::string general(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+std::string fixed(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The run's own straggler thresholds; the defaults when its config cannot be read back.
+ChecksConfig thresholds(const RunFile& file) {
+  try {
+    return load_config(file.meta().config_yaml, file.path().string() + ":/config_yaml").checks;
+  } catch (const Error&) {
+    return ChecksConfig{};
+  }
+}
+
+// One shape as recorded.
+struct ShapeData {
+  std::string name;
+  std::string a_format, b_format, out_dtype;
+  bool measured = false;
+  std::string skip_reason;
+  std::vector<double> rank_tflops;  // each rank's median iteration
+  std::vector<double> rank_time_us;
+  std::vector<double> rel_err, ratio, expected, got;
+  std::vector<std::int64_t> worst, rows, group;
+  std::vector<std::uint64_t> hash;
+  std::vector<std::string> group_name;
+};
+
+ShapeData read_shape(const RunFile& f, const std::string& name) {
+  ShapeData s;
+  s.name = name;
+  const std::string path = schema::gemm_group(name);
+  s.a_format = f.attr_string(path, "a_format");
+  s.b_format = f.attr_string(path, "b_format");
+  s.out_dtype = f.attr_string(path, "out_dtype");
+  s.measured = f.attr_int64(path, "skipped") == 0;
+  if (!s.measured) {
+    s.skip_reason = f.has_attr(path, "skip_reason") ? f.attr_string(path, "skip_reason") : "";
+    return s;
+  }
+  std::vector<std::uint64_t> dims;
+  const auto tflops = f.read_doubles(path + "/" + schema::kGemmTflops, &dims);
+  const auto time = f.read_doubles(path + "/" + schema::kGemmTimeUs);
+  const std::size_t iters = dims.at(0), world = dims.at(1);
+  for (std::size_t r = 0; r < world; ++r) {
+    std::vector<double> mine(iters), mine_t(iters);
+    for (std::size_t i = 0; i < iters; ++i) {
+      mine[i] = tflops[i * world + r];
+      mine_t[i] = time[i * world + r];
+    }
+    s.rank_tflops.push_back(median(mine));
+    s.rank_time_us.push_back(median(mine_t));
+  }
+  s.rel_err = f.read_doubles(path + "/" + schema::kGemmMaxRelErr);
+  s.ratio = f.read_doubles(path + "/" + schema::kGemmErrBoundRatio);
+  s.expected = f.read_doubles(path + "/" + schema::kGemmWorstExpected);
+  s.got = f.read_doubles(path + "/" + schema::kGemmWorstGot);
+  s.worst = f.read_int64(path + "/" + schema::kGemmWorstIndex);
+  s.rows = f.read_int64(path + "/" + schema::kGemmRowsChecked);
+  s.group = f.read_int64(path + "/" + schema::kGemmHashGroup);
+  s.hash = f.read_uint64(path + "/" + schema::kGemmOutputHash);
+  const auto groups = f.attr_int64(path, "hash_groups");
+  for (std::int64_t g = 0; g < groups; ++g) {
+    s.group_name.push_back(f.attr_string(path, "hash_group_" + std::to_string(g)));
+  }
+  return s;
+}
+
+std::vector<ShapeData> read_shapes(const RunFile& f) {
+  std::vector<ShapeData> shapes;
+  std::vector<std::pair<std::int64_t, std::string>> names;
+  for (const auto& name : f.children(schema::kGemmGroup)) {
+    const std::string path = schema::gemm_group(name);
+    if (f.has_attr(path, "order")) names.emplace_back(f.attr_int64(path, "order"), name);
+  }
+  std::sort(names.begin(), names.end());  // the order they ran in
+  for (const auto& [order, name] : names) shapes.push_back(read_shape(f, name));
+  return shapes;
+}
+
+// Ranks of one hash group whose hash is not the group's strict majority. With no strict majority
+// (two ranks that differ, or many different hashes) every rank off the most common hash is
+// named, and `no_majority` says the blame is uncertain.
+std::vector<int> hash_suspects(const ShapeData& s, std::int64_t g, bool* no_majority,
+                               int* group_size) {
+  std::map<std::uint64_t, int> count;
+  std::vector<int> members;
+  for (std::size_t r = 0; r < s.group.size(); ++r) {
+    if (s.group[r] != g) continue;
+    members.push_back(static_cast<int>(r));
+    ++count[s.hash[r]];
+  }
+  *group_size = static_cast<int>(members.size());
+  std::uint64_t best = 0;
+  int best_count = 0;
+  for (const auto& [h, c] : count) {
+    if (c > best_count) {
+      best = h;
+      best_count = c;
+    }
+  }
+  *no_majority = count.size() > 1 && 2 * best_count <= static_cast<int>(members.size());
+  std::vector<int> out;
+  for (int r : members) {
+    if (s.hash[static_cast<std::size_t>(r)] != best || *no_majority) out.push_back(r);
+  }
+  if (count.size() <= 1) out.clear();
+  return out;
+}
+
+}  // namespace
+
+GemmFindings gemm_findings(const RunFile& file) {
+  GemmFindings out;
+  if (!file.has(schema::kGemmGroup)) return out;
+  out.ran = true;
+  const std::vector<RankInfo> ranks = file.ranks();
+  const ChecksConfig limits = thresholds(file);
+  const std::vector<ShapeData> shapes = read_shapes(file);
+
+  std::vector<int> hash_bad, bound_bad, slow, skipped;
+  std::vector<std::string> hash_lines, bound_lines, slow_lines, skip_lines;
+  for (const ShapeData& s : shapes) {
+    if (!s.measured) {
+      skip_lines.push_back("gemm " + s.name + ": skipped: " + s.skip_reason);
+      continue;
+    }
+    for (std::int64_t g = 0; g < static_cast<std::int64_t>(s.group_name.size()); ++g) {
+      bool no_majority = false;
+      int size = 0;
+      for (int r : hash_suspects(s, g, &no_majority, &size)) {
+        hash_bad.push_back(r);
+        hash_lines.push_back(rank_name(ranks, r) + ": gemm " + s.name + " output hash " +
+                             (no_majority
+                                  ? "differs and no majority agrees (" + std::to_string(size) +
+                                        " ranks; any of them may be wrong)"
+                                  : "differs from the majority of the " + std::to_string(size) +
+                                        " ranks running the same code") +
+                             ": silent data corruption suspected [" +
+                             s.group_name[static_cast<std::size_t>(g)] + "]");
+      }
+    }
+    for (std::size_t r = 0; r < s.ratio.size(); ++r) {
+      if (s.ratio[r] <= 1.0) continue;  // NaN and inf fail too
+      bound_bad.push_back(static_cast<int>(r));
+      bound_lines.push_back(rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name +
+                            " output outside the error bound: |D - R| = " + general(s.ratio[r], 3) +
+                            " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
+                            general(s.expected[r], 9) + ", got " + general(s.got[r], 9));
+    }
+    for (const Straggler& st :
+         find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
+      slow.push_back(st.rank);
+      slow_lines.push_back(rank_name(ranks, st.rank) + ": gemm " + s.name + " " +
+                           tflops_text(s.rank_tflops[static_cast<std::size_t>(st.rank)]) +
+                           " TFLOP/s, " + fixed(100 * st.slowdown, 0) +
+                           "% slower than the median rank (robust z " +
+                           (std::isinf(st.z) ? std::string("inf") : fixed(st.z, 1)) + ")");
+    }
+  }
+  auto unique_ranks = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  auto list = [&](const std::vector<int>& v) {
+    std::vector<std::string> names;
+    for (int r : v) names.push_back(std::to_string(r));
+    return (v.size() == 1 ? "rank " : "ranks ") + join(names, ",");
+  };
+  hash_bad = unique_ranks(hash_bad);
+  bound_bad = unique_ranks(bound_bad);
+  slow = unique_ranks(slow);
+  std::vector<int> corrupt = hash_bad;
+  corrupt.insert(corrupt.end(), bound_bad.begin(), bound_bad.end());
+  out.corrupt_ranks = static_cast<int>(unique_ranks(corrupt).size());
+
+  out.checks.push_back(
+      {"gemm.output_hash", hash_bad.empty() ? CheckStatus::kPass : CheckStatus::kFail,
+       hash_bad.empty() ? "every rank's output hash agrees with its peers'"
+                        : list(hash_bad) + " produced different bits from the same inputs"});
+  out.checks.push_back(
+      {"gemm.numerics", bound_bad.empty() ? CheckStatus::kPass : CheckStatus::kFail,
+       bound_bad.empty() ? "every checked output element within the stated error bound"
+                         : list(bound_bad) + " outside the error bound"});
+  out.checks.push_back({"gemm.stragglers", slow.empty() ? CheckStatus::kPass : CheckStatus::kWarn,
+                        slow.empty() ? "no rank slower than the median by " +
+                                           fixed(100 * limits.straggler_slowdown, 0) +
+                                           "% with robust z > " + fixed(limits.straggler_z, 1)
+                                     : list(slow) + " slow (see the gemm findings)"});
+  if (!skip_lines.empty()) {
+    out.checks.push_back({"gemm.skipped", CheckStatus::kWarn,
+                          std::to_string(skip_lines.size()) + " shape(s) not measured"});
+  }
+  for (auto* v : {&hash_lines, &bound_lines, &slow_lines, &skip_lines}) {
+    out.lines.insert(out.lines.end(), v->begin(), v->end());
+  }
+  return out;
+}
+
+std::string format_gemm(const RunFile& file, const GemmFindings& findings) {
+  if (!findings.ran) return "";
+  std::ostringstream os;
+  const std::vector<ShapeData> shapes = read_shapes(file);
+  const std::vector<RankInfo> ranks = file.ranks();
+  const std::string engine = file.has_attr(schema::kGemmGroup, "engine")
+                                 ? file.attr_string(schema::kGemmGroup, "engine")
+                                 : "?";
+  os << "  engine " << engine << "; TFLOP/s = 2mnk / time of each rank's median iteration;"
+     << " err = max |D - R| / max |R| against fp64, bound = the worst element's error / its "
+        "bound\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-22s %-10s %-4s %9s %9s %9s  %-28s %8s %6s  %s\n", "shape",
+                "A x B", "out", "min", "median", "max", "slowest rank", "err", "bound", "hashes");
+  os << line;
+  for (const ShapeData& s : shapes) {
+    const std::string formats = s.a_format + "x" + s.b_format;
+    if (!s.measured) {
+      std::snprintf(line, sizeof line, "  %-22s %-10s %-4s skipped: %s\n", s.name.c_str(),
+                    formats.c_str(), s.out_dtype.c_str(), s.skip_reason.c_str());
+      os << line;
+      continue;
+    }
+    int slowest = -1;
+    for (std::size_t r = 0; r < s.rank_tflops.size(); ++r) {
+      if (std::isnan(s.rank_tflops[r])) continue;
+      if (slowest < 0 || s.rank_tflops[r] < s.rank_tflops[static_cast<std::size_t>(slowest)]) {
+        slowest = static_cast<int>(r);
+      }
+    }
+    double lo = kNaN, hi = kNaN;
+    for (double v : s.rank_tflops) {
+      if (std::isnan(v)) continue;
+      lo = std::isnan(lo) ? v : std::min(lo, v);
+      hi = std::isnan(hi) ? v : std::max(hi, v);
+    }
+    const double err = *std::max_element(s.rel_err.begin(), s.rel_err.end());
+    double bound = 0;
+    for (double b : s.ratio) bound = std::isnan(b) || std::isnan(bound) ? kNaN : std::max(bound, b);
+    std::map<std::uint64_t, int> distinct;
+    for (auto h : s.hash) ++distinct[h];
+    const std::string hashes = distinct.size() == 1
+                                   ? "agree (" + std::to_string(s.hash.size()) + ")"
+                                   : std::to_string(distinct.size()) + " different!";
+    std::string who = "-";
+    if (slowest >= 0) {
+      who = std::to_string(slowest);
+      for (const auto& info : ranks) {
+        if (info.rank == slowest)
+          who += " (" + info.hostname + ", node " + std::to_string(info.node_index) + ")";
+      }
+    }
+    std::snprintf(line, sizeof line, "  %-22s %-10s %-4s %9s %9s %9s  %-28s %8.2g %6.2f%s %s\n",
+                  s.name.c_str(), formats.c_str(), s.out_dtype.c_str(), tflops_text(lo).c_str(),
+                  tflops_text(median(s.rank_tflops)).c_str(), tflops_text(hi).c_str(), who.c_str(),
+                  err, bound, bound > 1 || std::isnan(bound) ? "!" : " ", hashes.c_str());
+    os << line;
+  }
+  for (const auto& l : findings.lines) os << "  ! " << l << "\n";
+  return os.str();
+}
+
+}  // namespace shakedown

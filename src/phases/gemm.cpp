@@ -1,0 +1,363 @@
+// The gemm phase: FP8 GEMMs (Transformer Engine style: per-tensor scales, fp32 accumulation,
+// bf16 out) on every rank, the same inputs everywhere. Per shape each rank records its time and
+// TFLOP/s on every iteration (local work: this is where slow GPUs and CPUs show), checks its
+// output against an fp64 reference within a stated bound (gemm/reference.hpp), and hashes it; the
+// hashes let the analysis name ranks whose output differs from their peers' (silent data
+// corruption). Rank 0 writes one group per shape as soon as it is measured.
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <new>
+#include <thread>
+
+#include "core/error.hpp"
+#include "fp8/scaling.hpp"
+#include "fp8/tensor.hpp"
+#include "gemm/engine.hpp"
+#include "gemm/output_hash.hpp"
+#include "gemm/reference.hpp"
+#include "phases/gpu.hpp"
+#include "phases/phase.hpp"
+#include "record/schema.hpp"
+#include "runtime/agree.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/progress.hpp"
+
+namespace shakedown {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Rows of D checked against fp64 on a GPU (every row on the CPU engine).
+constexpr std::int64_t kSampledRows = 16;
+
+// One GEMM to run: a shape and the formats of its operands.
+struct ShapeRun {
+  GemmShape shape;
+  fp8::Format a_format = fp8::Format::kE4M3;  // activations (or gradients, E5M2)
+  fp8::Format b_format = fp8::Format::kE4M3;  // weights
+  std::string name;                           // the HDF5 group under /gemm
+};
+
+std::string shape_name(const GemmShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+// The configured shapes, or a transformer layer's four GEMMs (+ 8192^3 on a GPU); with the
+// hybrid recipe each shape also runs as a gradient GEMM (E5M2 gradient x E4M3 weight).
+std::vector<ShapeRun> plan_shapes(const GemmConfig& cfg, bool gpu) {
+  std::vector<GemmShape> shapes = cfg.shapes;
+  if (shapes.empty()) {
+    const std::int64_t h = cfg.hidden, t = cfg.tokens;
+    shapes = {{t, 3 * h, h}, {t, h, h}, {t, 4 * h, h}, {t, h, 4 * h}};
+    if (gpu) shapes.push_back({8192, 8192, 8192});
+    // A tiny hidden size can make two layer GEMMs the same shape: run each once.
+    std::vector<GemmShape> unique;
+    for (const auto& s : shapes) {
+      if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
+    }
+    shapes = unique;
+  }
+  std::vector<ShapeRun> runs;
+  for (const auto& s : shapes) {
+    runs.push_back({s, fp8::Format::kE4M3, fp8::Format::kE4M3, shape_name(s)});
+    if (cfg.format == "hybrid") {
+      runs.push_back({s, fp8::Format::kE5M2, fp8::Format::kE4M3, shape_name(s) + "_e5m2xe4m3"});
+    }
+  }
+  return runs;
+}
+
+// Uniform in [-1, 1) from (seed, tensor, index): the same matrix on every rank, from any rank
+// count, without storing or sending it.
+float input_value(std::uint64_t seed, std::uint64_t tensor, std::uint64_t index) {
+  const std::uint64_t bits =
+      gemm_hash::splitmix64(gemm_hash::splitmix64(seed ^ (tensor << 40)) ^ index);
+  // 24 random bits -> [0, 1) exactly, then [-1, 1).
+  return static_cast<float>(bits >> 40) * 0x1p-23f - 1.0f;
+}
+
+// A [rows, cols] operand quantised with current scaling (its own amax), as TE does for a tensor
+// seen for the first time.
+fp8::Fp8Tensor make_operand(std::int64_t rows, std::int64_t cols, fp8::Format format,
+                            std::uint64_t seed, std::uint64_t tensor) {
+  std::vector<float> values(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = input_value(seed, tensor, i);
+  const float amax = fp8::amax(values);
+  const float scale = fp8::current_scale(fp8::CurrentScaling{}, format, amax);
+  return fp8::quantize_tensor(values, rows, cols, format, scale);
+}
+
+// gemm.threads 0: the CPUs this rank may run on; when it is not bound (it may use the whole
+// host), that host's CPUs shared among its ranks, so N ranks do not start N x cores threads.
+int default_threads(const Context& ctx) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int allowed = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = CPU_COUNT(&set);
+  const int host = static_cast<int>(std::thread::hardware_concurrency());
+  if (allowed <= 0) allowed = std::max(1, host);
+  if (allowed >= host) allowed /= std::max(1, ctx.host_local_size());
+  return std::max(1, allowed);
+}
+
+// auto: cuBLASLt when every rank has a GPU, else the CPU engine; cublaslt forced without a GPU
+// on some rank is a usage error naming it. Every rank reaches the same answer.
+std::string choose_engine(const PhaseEnv& env, const GpuChoice& gpu) {
+  const std::string& wanted = env.config.gemm.engine;
+  if (wanted == "cpu") return "cpu";
+  const bool all_have = every_rank_has_gpu(env.ctx, gpu);
+  if (wanted == "auto") return all_have ? "cublaslt" : "cpu";
+  agreed(env.ctx.world(), [&] {
+    if (gpu.device < 0) {
+      throw UsageError("gemm.engine: cublaslt needs a GPU on every rank, and this rank has none (" +
+                       gpu.why_not + "); use engine cpu or auto");
+    }
+  });
+  return "cublaslt";
+}
+
+// What one rank measured for one shape.
+struct RankResult {
+  std::vector<double> time_us;  // [iters], NaN when not run
+  GemmCheck check;
+  std::uint64_t hash = 0;
+};
+
+enum SkipCode : std::int64_t { kMeasured = 0, kOutOfMemory = 2 };
+
+class ShapeSweep {
+ public:
+  ShapeSweep(PhaseEnv& env, GemmEngine& engine, const std::vector<std::string>& impl_of_rank,
+             Progress& progress)
+      : env_(env), engine_(engine), impl_of_rank_(impl_of_rank), progress_(progress) {}
+
+  // Measures, checks and records one shape. Collective over the world.
+  void run(const ShapeRun& run, int step_number) {
+    const GemmConfig& cfg = env_.config.gemm;
+    const Context& ctx = env_.ctx;
+    const std::string label = "gemm " + run.name;
+    step(label, step_number);
+
+    const GemmOptions options{parse_gemm_out(cfg.out_dtype), cfg.fast_accum};
+    RankResult mine;
+    mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
+    std::int64_t skipped = kMeasured;
+    std::string skip_reason;
+    fp8::Fp8Tensor a, b;
+    std::unique_ptr<GemmProblem> problem;
+    // Shape rules (cuBLASLt's leading dimensions, no algorithm) fail the same on every rank:
+    // agreed() turns them into one error everywhere. Running out of memory may hit one rank
+    // only: that skips the shape everywhere instead.
+    agreed(ctx.world(), [&] {
+      try {
+        a = make_operand(run.shape.m, run.shape.k, run.a_format, cfg.seed, 2 * step_number);
+        b = make_operand(run.shape.n, run.shape.k, run.b_format, cfg.seed, 2 * step_number + 1);
+        problem = engine_.prepare(a, b, options);
+      } catch (const OutOfMemory& e) {
+        skipped = kOutOfMemory;
+        skip_reason = e.what();
+      } catch (const std::bad_alloc&) {
+        skipped = kOutOfMemory;
+        skip_reason = "out of host memory for the operands";
+      }
+    });
+    std::int64_t any_skipped = skipped;
+    SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_skipped, 1, MPI_INT64_T, MPI_MAX, ctx.world()));
+    if (any_skipped != kMeasured) {
+      problem.reset();
+    } else {
+      measure(*problem, run, step_number, a, b, mine);
+    }
+    record(run, step_number, options, any_skipped, skip_reason, mine);
+  }
+
+ private:
+  void step(const std::string& label, int n) {
+    if (auto stall = env_.faults.find("stall", env_.ctx.rank(), "gemm");
+        stall && stall->step == n) {
+      std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before '%s'\n",
+                   env_.ctx.describe_rank(env_.ctx.rank()).c_str(), stall->seconds, label.c_str());
+      std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
+    }
+    env_.watchdog.step(label);
+    progress_.update(n - 1, label.substr(5));
+  }
+
+  void measure(GemmProblem& problem, const ShapeRun& run, int step_number, const fp8::Fp8Tensor& a,
+               const fp8::Fp8Tensor& b, RankResult& out) {
+    const GemmConfig& cfg = env_.config.gemm;
+    for (int i = 0; i < cfg.warmup; ++i) problem.run();
+    double* t = out.time_us.data();
+    const int iters = cfg.iters;
+    for (int i = 0; i < iters; ++i) {
+      const double t0 = now_us();
+      problem.run();
+      t[i] = now_us() - t0;
+    }
+    if (auto sdc = env_.faults.find("sdc", env_.ctx.rank(), "gemm");
+        sdc && (sdc->step == 0 || sdc->step == step_number)) {
+      // The lowest mantissa bit of one element in the middle of D: a change the numeric bound
+      // may well accept, so only the hash comparison across ranks can catch it.
+      const std::int64_t index = run.shape.m / 2 * run.shape.n + run.shape.n / 2;
+      std::fprintf(stderr, "shakedown: inject: %s flips bit 0 of D[%lld] in gemm %s\n",
+                   env_.ctx.describe_rank(env_.ctx.rank()).c_str(), static_cast<long long>(index),
+                   run.name.c_str());
+      problem.flip_output_bit(index, 0);
+    }
+    out.hash = problem.output_hash();
+    const GemmOutput d = problem.result();
+    std::vector<std::int64_t> rows;
+    if (engine_.name() != "cpu" && run.shape.m > kSampledRows) {
+      for (std::int64_t r = 0; r < kSampledRows; ++r) {
+        rows.push_back(r * (run.shape.m - 1) / (kSampledRows - 1));
+      }
+    }
+    out.check = check_gemm_result(
+        a, b, d, rows,
+        engine_.accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum}));
+  }
+
+  void record(const ShapeRun& run, int step_number, const GemmOptions& options,
+              std::int64_t skipped, const std::string& skip_reason, const RankResult& mine);
+
+  PhaseEnv& env_;
+  GemmEngine& engine_;
+  const std::vector<std::string>& impl_of_rank_;
+  Progress& progress_;
+};
+
+void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions& options,
+                        std::int64_t skipped, const std::string& skip_reason,
+                        const RankResult& mine) {
+  const Context& ctx = env_.ctx;
+  const int world = ctx.world_size();
+  const auto iters = static_cast<int>(mine.time_us.size());
+  std::vector<double> times(ctx.is_root() ? static_cast<std::size_t>(world * iters) : 0);
+  SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
+                          0, ctx.world()));
+  const double check[6] = {mine.check.max_rel_err,
+                           mine.check.err_bound_ratio,
+                           static_cast<double>(mine.check.worst_index),
+                           mine.check.expected,
+                           mine.check.got,
+                           static_cast<double>(mine.check.rows_checked)};
+  std::vector<double> checks(ctx.is_root() ? static_cast<std::size_t>(6 * world) : 0);
+  SD_MPI_CHECK(MPI_Gather(check, 6, MPI_DOUBLE, checks.data(), 6, MPI_DOUBLE, 0, ctx.world()));
+  std::vector<std::uint64_t> hashes(ctx.is_root() ? static_cast<std::size_t>(world) : 0);
+  SD_MPI_CHECK(
+      MPI_Gather(&mine.hash, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, 0, ctx.world()));
+  const std::vector<std::string> reasons = gather_strings(ctx.world(), 0, skip_reason);
+  if (!ctx.is_root()) return;
+
+  const std::uint64_t w64 = static_cast<std::uint64_t>(world);
+  const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
+  const double flop = 2.0 * static_cast<double>(run.shape.m) * static_cast<double>(run.shape.n) *
+                      static_cast<double>(run.shape.k);
+  // Gathered rank-major; stored [iters, world].
+  std::vector<double> t(times.size()), tflops(times.size());
+  for (int r = 0; r < world; ++r) {
+    for (int i = 0; i < iters; ++i) {
+      const double us = times[static_cast<std::size_t>(r * iters + i)];
+      t[static_cast<std::size_t>(i * world + r)] = us;
+      tflops[static_cast<std::size_t>(i * world + r)] = flop / (us * 1e-6) / 1e12;
+    }
+  }
+  std::vector<double> rel_err(w64), ratio(w64), expected(w64), got(w64);
+  std::vector<std::int64_t> worst(w64), rows(w64), group(w64);
+  // Ranks whose engine description matches share a hash group: only they must agree bit for bit.
+  std::vector<std::string> groups;
+  for (int r = 0; r < world; ++r) {
+    const double* c = &checks[static_cast<std::size_t>(6 * r)];
+    const auto ur = static_cast<std::size_t>(r);
+    rel_err[ur] = c[0];
+    ratio[ur] = c[1];
+    worst[ur] = static_cast<std::int64_t>(c[2]);
+    expected[ur] = c[3];
+    got[ur] = c[4];
+    rows[ur] = static_cast<std::int64_t>(c[5]);
+    const std::string& impl = impl_of_rank_[ur];
+    auto it = std::find(groups.begin(), groups.end(), impl);
+    group[ur] = it - groups.begin();
+    if (it == groups.end()) groups.push_back(impl);
+  }
+  std::string reason;
+  for (const auto& r : reasons) {
+    if (!r.empty()) reason = r;
+  }
+  const std::string path = schema::gemm_group(run.name);
+  env_.recorder.write([&](RunWriter& w) {
+    w.batch([&] {
+      w.set_attr(path, "order", static_cast<std::int64_t>(step_number));
+      w.set_attr(path, "m", run.shape.m);
+      w.set_attr(path, "n", run.shape.n);
+      w.set_attr(path, "k", run.shape.k);
+      w.set_attr(path, "a_format", std::string(fp8::name(run.a_format)));
+      w.set_attr(path, "b_format", std::string(fp8::name(run.b_format)));
+      w.set_attr(path, "out_dtype", std::string(gemm_out_name(options.out)));
+      w.set_attr(path, "fast_accum", options.fast_accum ? 1 : 0);
+      w.set_attr(path, "flop", flop);
+      w.set_attr(path, "engine", engine_.name());
+      w.set_attr(path, "skipped", skipped);
+      if (skipped != kMeasured) {
+        w.set_attr(path, "skip_reason", reason);
+        return;
+      }
+      w.write_array(path + "/" + schema::kGemmTimeUs, std::span<const double>(t), {i64, w64});
+      w.write_array(path + "/" + schema::kGemmTflops, std::span<const double>(tflops), {i64, w64});
+      w.write_array(path + "/" + schema::kGemmMaxRelErr, std::span<const double>(rel_err), {w64});
+      w.write_array(path + "/" + schema::kGemmErrBoundRatio, std::span<const double>(ratio), {w64});
+      w.write_array(path + "/" + schema::kGemmWorstIndex, std::span<const std::int64_t>(worst),
+                    {w64});
+      w.write_array(path + "/" + schema::kGemmWorstExpected, std::span<const double>(expected),
+                    {w64});
+      w.write_array(path + "/" + schema::kGemmWorstGot, std::span<const double>(got), {w64});
+      w.write_array(path + "/" + schema::kGemmRowsChecked, std::span<const std::int64_t>(rows),
+                    {w64});
+      w.write_array(path + "/" + schema::kGemmOutputHash, std::span<const std::uint64_t>(hashes),
+                    {w64});
+      w.write_array(path + "/" + schema::kGemmHashGroup, std::span<const std::int64_t>(group),
+                    {w64});
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        w.set_attr(path, "hash_group_" + std::to_string(g), groups[g]);
+      }
+      w.set_attr(path, "hash_groups", static_cast<std::int64_t>(groups.size()));
+    });
+  });
+}
+
+}  // namespace
+
+void run_gemm(PhaseEnv& env) {
+  const GemmConfig& cfg = env.config.gemm;
+  const Context& ctx = env.ctx;
+  env.watchdog.step("gemm: engine");
+  const GpuChoice gpu = choose_gpu(ctx);
+  const std::string engine_name = choose_engine(env, gpu);
+  std::unique_ptr<GemmEngine> engine = agreed(ctx.world(), [&] {
+    if (engine_name == "cublaslt") {
+      use_gpu(gpu.device);
+      return make_cublaslt_gemm_engine();
+    }
+    return make_cpu_gemm_engine(cfg.threads > 0 ? cfg.threads : default_threads(ctx));
+  });
+  const std::vector<std::string> impl_of_rank =
+      allgather_strings(ctx.world(), engine->implementation());
+  const std::vector<ShapeRun> runs = plan_shapes(cfg, engine_name == "cublaslt");
+  env.recorder.write([&](RunWriter& w) {
+    w.set_attr(schema::kGemmGroup, "engine", engine_name);
+    w.set_attr(schema::kGemmGroup, "planned_shapes", static_cast<std::int64_t>(runs.size()));
+    w.set_attr(schema::kGemmGroup, "accumulation_roundoff",
+               engine->accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum}));
+  });
+
+  Progress progress("gemm", static_cast<long>(runs.size()), env.progress);
+  ShapeSweep sweep(env, *engine, impl_of_rank, progress);
+  int step_number = 0;
+  for (const ShapeRun& run : runs) sweep.run(run, ++step_number);
+}
+
+}  // namespace shakedown

@@ -1,0 +1,24 @@
+#pragma once
+// Which GPU this rank uses, shared by the phases that run on GPUs (collectives, gemm).
+#include <string>
+
+#include "runtime/context.hpp"
+
+namespace shakedown {
+
+// This rank's GPU (a CUDA device index), or why there is none.
+struct GpuChoice {
+  int device = -1;
+  std::string why_not;
+};
+
+// As discovery does: the rank's slot among the ranks of its host picks the GPU (PCI bus order).
+GpuChoice choose_gpu(const Context& ctx);
+
+// 1 on every rank when every rank has a GPU, else 0 (collective over the world).
+bool every_rank_has_gpu(const Context& ctx, const GpuChoice& gpu);
+
+// Makes `device` the calling thread's current CUDA device (no-op without CUDA).
+void use_gpu(int device);
+
+}  // namespace shakedown

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The GPU check, for a machine with an NVIDIA GPU (e.g. one H200): builds the CUDA parts, runs the
-# GPU tests (tests/gpu, the NCCL backend and the pattern kernels on one GPU) and, when this build
-# has it, the collectives phase on the NCCL backend; prints a short table and exits non-zero when
-# anything failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
+# GPU tests (tests/gpu: the NCCL backend, the pattern and FP8 kernels, the cuBLASLt GEMM engine
+# against the CPU engine on one GPU), the FP8 vs BF16 cuBLASLt benchmark (bench/bench_gemm_gpu:
+# TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100/H200) and, when this build has it, the
+# collectives phase on the NCCL backend; prints a short table and exits non-zero when anything
+# failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
 #
 # Usage:
 #   scripts/device-check.sh            on the GPU machine
 #   scripts/device-check.sh --bundle   on a build machine (no GPU needed): builds the GPU tests
-#                                      and copies them with the shared libraries they need into
-#                                      build-device-bundle/ (git-ignored). A GPU machine that has
-#                                      CUDA but not shakedown's Debian packages, and cannot
-#                                      install them (no network), runs that bundle instead of
-#                                      building: carry build-device-bundle/ there.
+#                                      and the GPU GEMM benchmark and copies them with the shared
+#                                      libraries they need into build-device-bundle/
+#                                      (git-ignored). A GPU machine that has CUDA but not
+#                                      shakedown's Debian packages, and cannot install them (no
+#                                      network), runs that bundle instead of building: carry
+#                                      build-device-bundle/ there. NCCL and cuBLASLt are not in
+#                                      the bundle (hundreds of MB): they are taken from the GPU
+#                                      machine's CUDA toolkit or its pip nvidia-* wheels.
 # Environment:
 #   SHAKEDOWN_DEVICE_BUDGET_S  total seconds for everything (default 480)
 #   SHAKEDOWN_BUILD_DIR        build folder (default build-device)
@@ -56,6 +61,25 @@ find_nccl() {
   if [[ -f "$dir/include/nccl.h" ]]; then echo "$dir/lib $dir/include"; else echo "$dir/lib"; fi
 }
 
+# A shared library the GPU machine must provide (e.g. libcublasLt.so.13): next to the CUDA
+# toolkit, else in pip's nvidia-* wheels (PyTorch images). Prints its folder.
+find_cuda_lib() {
+  local cuda=${CUDA_HOME:-/usr/local/cuda} so=$1 dir found
+  if [[ -e "$cuda/lib64/$so" ]]; then
+    echo "$cuda/lib64"
+    return 0
+  fi
+  while IFS= read -r dir; do
+    [[ -d "$dir" ]] || continue
+    found=$(find "$dir" -maxdepth 4 -name "$so" 2>/dev/null | head -1)
+    if [[ -n "$found" ]]; then
+      dirname "$found"
+      return 0
+    fi
+  done < <(python3 -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null)
+  return 1
+}
+
 cmake_generator=()
 command -v ninja >/dev/null && cmake_generator=(-G Ninja)
 
@@ -66,20 +90,22 @@ if [[ "${1:-}" == "--bundle" ]]; then
   # bundle must stay small enough to carry (libnccl itself is taken from the GPU machine).
   cmake -S . -B "$bbuild" "${cmake_generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_CUDA=ON \
     -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed >/dev/null || die "configure (-DSHAKEDOWN_CUDA=ON)"
-  cmake --build "$bbuild" -j "$jobs" --target gpu_tests || die "build of gpu_tests"
+  cmake --build "$bbuild" -j "$jobs" --target gpu_tests bench_gemm_gpu ||
+    die "build of gpu_tests and bench_gemm_gpu"
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage/bin" "$stage/lib"
-  cp "$bbuild/tests/gpu_tests" "$stage/bin/"
-  # Everything ldd resolves except the C/C++ runtime (the GPU machine's own is newer), the driver
-  # and NCCL (hundreds of MB; found there).
-  ldd "$stage/bin/gpu_tests" | awk '/=> \// {print $1, $3}' | while read -r name path; do
-    case "$name" in
-      libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++.so* | \
-        libgcc_s.so* | libcuda.so* | libnvidia* | libnccl.so*) ;;
-      *) cp -L "$path" "$stage/lib/$name" ;;
-    esac
-  done
+  cp "$bbuild/tests/gpu_tests" "$bbuild/bench/bench_gemm_gpu" "$stage/bin/"
+  # Everything ldd resolves except the C/C++ runtime (the GPU machine's own is newer), the driver,
+  # NCCL and cuBLAS(Lt) (hundreds of MB; found there).
+  ldd "$stage/bin/gpu_tests" "$stage/bin/bench_gemm_gpu" | awk '/=> \// {print $1, $3}' | sort -u |
+    while read -r name path; do
+      case "$name" in
+        libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++.so* | \
+          libgcc_s.so* | libcuda.so* | libnvidia* | libnccl.so* | libcublas.so* | libcublasLt.so*) ;;
+        *) cp -L "$path" "$stage/lib/$name" ;;
+      esac
+    done
   rm -rf "$bundle"
   mkdir -p "$bundle"
   # Compressed: the libraries (OpenBLAS alone is 36 MB) must fit what travels to the GPU machine.
@@ -116,6 +142,8 @@ failed=0
 # ---------------------------------------------------------------- build, or use the bundle
 shakedown_bin=""
 phase_skip=""
+bench_bin=""
+bench_skip=""
 if [[ -f "$bundle/bundle.tar.gz" ]]; then
   say "using the prebuilt bundle in $bundle/ (no build): $(tr '\n' ' ' <"$bundle/BUILT" 2>/dev/null)"
   read -r nccl_lib _ < <(find_nccl) || die "no libnccl.so.2 on this machine (looked in" \
@@ -127,9 +155,21 @@ if [[ -f "$bundle/bundle.tar.gz" ]]; then
   [[ -d /usr/local/nvidia/lib64 ]] && extra=":/usr/local/nvidia/lib64"
   export LD_LIBRARY_PATH="$unpacked/lib:$nccl_lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   gpu_tests="$unpacked/bin/gpu_tests"
+  # cuBLASLt (the soname the bundle was linked against) from this machine, as NCCL.
+  for so in $(ldd "$gpu_tests" 2>/dev/null | awk '/libcublas(Lt)?\.so.* => not found/ {print $1}'); do
+    if lib_dir=$(find_cuda_lib "$so"); then
+      export LD_LIBRARY_PATH="$lib_dir:$LD_LIBRARY_PATH"
+      say "$so from $lib_dir"
+    fi
+  done
   missing=$(ldd "$gpu_tests" 2>&1 | grep 'not found')
   [[ -z "$missing" ]] || die "the bundle's gpu_tests cannot load here:"$'\n'"$missing"
   say "NCCL from $nccl_lib"
+  if [[ -x "$unpacked/bin/bench_gemm_gpu" ]]; then
+    bench_bin="$unpacked/bin/bench_gemm_gpu"
+  else
+    bench_skip="the bundle has no bench_gemm_gpu (built before it existed): rebuild it"
+  fi
   phase_skip="bundle mode: no shakedown CLI or MPI launcher here"
 else
   need_time 60 "installing dependencies"
@@ -156,6 +196,14 @@ else
   timeout "$(slice 300)" cmake --build "$build" -j "$jobs" --target gpu_tests >"$out/build.log" 2>&1 ||
     die "build of gpu_tests (see $out/build.log):"$'\n'"$(grep -m 20 -E 'error|Error' "$out/build.log")"
   gpu_tests="$build/tests/gpu_tests"
+  # The GEMM benchmark: one more file on top of gpu_tests' libraries, so seconds; its failure to
+  # build does not hide the test results.
+  if timeout "$(slice 120)" cmake --build "$build" -j "$jobs" --target bench_gemm_gpu >>"$out/build.log" 2>&1; then
+    bench_bin="$build/bench/bench_gemm_gpu"
+  else
+    results+=("build bench_gemm_gpu|FAIL|see $out/build.log")
+    failed=1
+  fi
   # The CLI only for the collectives step; its failure to build does not hide the test results.
   if (($(left) > 120)) &&
     timeout "$(slice 180)" cmake --build "$build" -j "$jobs" --target shakedown >>"$out/build.log" 2>&1; then
@@ -188,6 +236,43 @@ fi
 # The GPU tests skip, saying "no CUDA device: <why>", when CUDA sees no GPU (driver, hidden
 # devices): nothing on the GPU was checked.
 no_cuda=$(grep -m 1 'no CUDA device' "$out/gpu_tests.log")
+
+# ---------------------------------------------------------------- GEMM benchmark
+# FP8 vs BF16 cuBLASLt at 8192^3 and a transformer layer's shapes; about 20 s on an H200 (the
+# GEMMs take under a second, generating and uploading 1.2 GB of operands the rest).
+if [[ -n "$bench_bin" && -z "$no_cuda" ]] && (($(left) > 30)); then
+  timeout "$(slice 120)" "$bench_bin" >"$out/bench_gemm_gpu.log" 2>&1
+  brc=$?
+  cat "$out/bench_gemm_gpu.log"
+  # One row per shape: "name m n k fp8 bf16 ratio".
+  while read -r shape m n k fp8 bf16 ratio; do
+    results+=("bench_gemm_gpu $shape ${m}x${n}x${k}|OK|FP8 $fp8, BF16 $bf16 TFLOP/s, FP8/BF16 $ratio")
+  done < <(awk 'NF == 7 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/' "$out/bench_gemm_gpu.log")
+  verdict=$(grep -m 1 -E '^(FP8 at 8192|SKIP:)' "$out/bench_gemm_gpu.log")
+  case $brc in
+    0)
+      if [[ "$verdict" == SKIP:* ]]; then
+        results+=("bench_gemm_gpu|SKIPPED|${verdict#SKIP: }")
+      else
+        results+=("bench_gemm_gpu FP8 8192^3 target|OK|${verdict#FP8 at 8192^3: }")
+      fi
+      ;;
+    1)
+      results+=("bench_gemm_gpu FP8 8192^3 target|FAILED|${verdict#FP8 at 8192^3: }")
+      failed=1
+      ;;
+    124)
+      results+=("bench_gemm_gpu|CRASHED|exit code 124 (time budget)")
+      failed=1
+      ;;
+    *)
+      results+=("bench_gemm_gpu|FAILED|exit code $brc: $(grep -m 1 'error' "$out/bench_gemm_gpu.log" | cut -c1-100)")
+      failed=1
+      ;;
+  esac
+elif [[ -n "$bench_skip" ]]; then
+  results+=("bench_gemm_gpu|N/A|$bench_skip")
+fi
 
 # ---------------------------------------------------------------- collectives phase on NCCL
 if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then

@@ -104,16 +104,46 @@ void check_sizes(std::size_t in, std::size_t out, const char* what) {
   }
 }
 
+// The bulk encoder's tables: the code of every float whose lower 16 bits are zero, and of the same
+// float with lower bits 0x0001. That is exact for every float: FP8 keeps at most 3 mantissa bits,
+// so every rounding boundary (a tie, half the smallest subnormal, the saturation point) and the
+// infinity pattern have their lower 16 bits zero. A float strictly between two such grid points
+// therefore rounds like the grid point below it, unless that point is itself a boundary (a tie
+// rounded down to even, or infinity), where any nonzero lower bits mean "above": the second
+// table holds that answer. Built by encode_as, so it can only be as right as encode_as.
+struct EncodeTables {
+  std::array<std::uint8_t, 65536> low_zero;
+  std::array<std::uint8_t, 65536> low_set;
+};
+
+template <Format F>
+const EncodeTables& encode_tables() {
+  static const EncodeTables kTables = [] {
+    EncodeTables t{};
+    for (std::uint32_t hi = 0; hi < 65536; ++hi) {
+      t.low_zero[hi] = encode_as<F>(std::bit_cast<float>(hi << 16));
+      t.low_set[hi] = encode_as<F>(std::bit_cast<float>((hi << 16) | 1u));
+    }
+    return t;
+  }();
+  return kTables;
+}
+
+// One pass: the scaled values encoded through the tables, and the amax of the unscaled input.
 template <Format F>
 float quantize_as(std::span<const float> in, float scale, std::span<std::uint8_t> out) {
+  const EncodeTables& t = encode_tables<F>();
   float max_abs = 0.0f;
   bool saw_nan = false;
-  for (std::size_t i = 0; i < in.size(); ++i) {
+  const std::size_t n = in.size();
+  for (std::size_t i = 0; i < n; ++i) {
     const float v = in[i];
-    out[i] = encode_as<F>(v * scale);
+    const auto bits = std::bit_cast<std::uint32_t>(v * scale);
+    const std::uint32_t hi = bits >> 16;
+    out[i] = (bits & 0xFFFFu) != 0 ? t.low_set[hi] : t.low_zero[hi];
     const float a = std::fabs(v);
-    if (a > max_abs) max_abs = a;
-    if (std::isnan(v)) saw_nan = true;
+    max_abs = a > max_abs ? a : max_abs;
+    saw_nan |= v != v;
   }
   return saw_nan ? std::numeric_limits<float>::quiet_NaN() : max_abs;
 }

@@ -429,6 +429,33 @@ TEST(Fp8Bulk, QuantizeScalesEncodesAndReturnsUnscaledAmax) {
   EXPECT_EQ(out[4], 0x80);
 }
 
+// quantize() encodes through 64K-entry tables (fp8.cpp): it must equal encode() for every upper
+// 16-bit pattern of a float, with lower bits zero, one, the extremes, the half point and random.
+TEST(Fp8Bulk, TableEncoderEqualsEncodeForEveryUpperHalf) {
+  std::mt19937 rng(7);
+  for (Format f : {Format::kE4M3, Format::kE5M2}) {
+    std::vector<float> in;
+    in.reserve(65536 * 6);
+    for (std::uint32_t hi = 0; hi < 65536; ++hi) {
+      for (std::uint32_t lo :
+           {0u, 1u, 0x7FFFu, 0x8000u, 0xFFFFu, static_cast<std::uint32_t>(rng() & 0xFFFFu)}) {
+        in.push_back(std::bit_cast<float>((hi << 16) | lo));
+      }
+    }
+    std::vector<std::uint8_t> out(in.size());
+    quantize(in, 1.0f, f, out);
+    int mismatches = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const std::uint8_t want = encode(in[i], f);
+      if (out[i] != want && ++mismatches <= 5) {
+        ADD_FAILURE() << name(f) << " bits 0x" << std::hex << std::bit_cast<std::uint32_t>(in[i])
+                      << ": quantize " << hex(out[i]) << ", encode " << hex(want);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name(f);
+  }
+}
+
 TEST(Fp8Bulk, QuantizeAmaxSeesInfinityAndPropagatesNaN) {
   std::vector<std::uint8_t> out(3);
   const std::vector<float> with_inf{1.0f, -kInf, 2.0f};

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The gemm phase on 3 ranks (real mpirun, CPU engine): the HDF5 groups have the documented shapes,
+# every rank's output hash agrees and is inside the error bound; `summary` on the file prints what
+# the run printed; a planted bit flip (--inject sdc) on one rank is caught and that rank named;
+# a stall on one shape names the rank and the shape; hybrid runs the gradient GEMM too.
+source "$(dirname "$0")/lib.sh"
+common=(--phases gemm --set gemm.shapes=[64x48x40,32x16x100] --set gemm.iters=3
+  --set gemm.warmup=1)
+
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --out "$TMP/g.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "gemm on 3 ranks"
+expect_in "$TMP/stdout" "^gemm$" "gemm section in the summary"
+expect_in "$TMP/stdout" "64x48x40 +e4m3xe4m3 +bf16 .* agree \(3\)" "64x48x40 row, hashes agree"
+expect_in "$TMP/stdout" "32x16x100 +e4m3xe4m3 +bf16 .* agree \(3\)" "32x16x100 row"
+expect_in "$TMP/stdout" "\[PASS\] gemm.output_hash" "hash check passes"
+expect_in "$TMP/stdout" "\[PASS\] gemm.numerics" "numerics check passes"
+for d in tflops time_us; do
+  h5dump -H -d "/gemm/64x48x40/$d" "$TMP/g.h5" >"$TMP/h"
+  grep -q 'SIMPLE { ( 3, 3 )' "$TMP/h" || { cat "$TMP/h"; fail "$d should be [iters=3, world=3]"; }
+done
+for d in max_rel_err err_bound_ratio output_hash hash_group rows_checked; do
+  h5dump -H -d "/gemm/32x16x100/$d" "$TMP/g.h5" >"$TMP/h"
+  grep -q 'SIMPLE { ( 3 )' "$TMP/h" || { cat "$TMP/h"; fail "$d should be [world=3]"; }
+done
+# Every row checked on the CPU engine; the hashes are identical (read independently with h5dump).
+h5dump -d /gemm/64x48x40/rows_checked "$TMP/g.h5" >"$TMP/rows"
+grep -q '(0): 64, 64, 64' "$TMP/rows" || { cat "$TMP/rows"; fail "CPU engine should check all 64 rows"; }
+h5dump -d /gemm/64x48x40/output_hash "$TMP/g.h5" >"$TMP/hash"
+hashes=$(sed -n 's/.*(0): \(.*\)/\1/p' "$TMP/hash" | tr -d ' ' | tr ',' '\n' | sort -u | wc -l)
+[[ "$hashes" == 1 ]] || { cat "$TMP/hash"; fail "ranks' hashes differ without a fault"; }
+"$SHAKEDOWN" summary "$TMP/g.h5" >"$TMP/summary"
+expect_rc 0 $? "summary of the gemm run"
+diff <(sed -n '/^gemm$/,$p' "$TMP/stdout") <(sed -n '/^gemm$/,$p' "$TMP/summary") >"$TMP/diff" ||
+  { cat "$TMP/diff"; fail "summary differs from what the run printed"; }
+
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --inject sdc:rank=2,phase=gemm,step=2 \
+  --out "$TMP/s.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "planted bit flip"
+expect_in "$TMP/stdout" "rank 2 \(host [^,]+, node 0\): gemm 32x16x100 output hash differs from the majority of the 3 ranks" \
+  "the flipped rank is named with its shape"
+expect_in "$TMP/stdout" "64x48x40 .* agree \(3\)" "the shape without the flip still agrees"
+expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: gemm.output_hash: rank 2 produced different bits" "verdict"
+grep "output hash differs" "$TMP/stdout" >"$TMP/named"
+grep -v "! rank 2 " "$TMP/named" >"$TMP/others" && { cat "$TMP/others"; fail "a rank without the fault was named"; }
+[[ "$(h5_root_attr "$TMP/s.h5" status)" == complete ]] || fail "the sdc run should finish (complete)"
+"$SHAKEDOWN" summary "$TMP/s.h5" >/dev/null
+expect_rc 3 $? "summary of the corrupted run keeps exit 3"
+
+start=$(date +%s)
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --set timeouts.phase_s=4 \
+  --inject stall:rank=1,phase=gemm,step=2 --out "$TMP/t.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+expect_rc 3 $rc "stall in gemm"
+(($(date +%s) - start < 20)) || fail "the gemm stall took too long to end the job"
+expect_in "$TMP/stderr" "rank 1 \(host [^,]+, node 0\) did not reach 'gemm 32x16x100'" "stall names rank and shape"
+h5dump -H -d /gemm/64x48x40/tflops "$TMP/t.h5" >"$TMP/h" || fail "shape measured before the stall lost"
+
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases gemm --set gemm.shapes=[32x32x64] --set gemm.format=hybrid \
+  --set gemm.out_dtype=fp32 --out "$TMP/h.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "hybrid fp32"
+expect_in "$TMP/stdout" "32x32x64 +e4m3xe4m3 +fp32" "forward GEMM"
+expect_in "$TMP/stdout" "32x32x64_e5m2xe4m3 +e5m2xe4m3 +fp32" "gradient GEMM"
+
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases gemm --set gemm.engine=cublaslt --out "$TMP/x.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "cublaslt without a GPU"
+expect_in "$TMP/stderr" "gemm.engine: cublaslt needs a GPU on every rank" "says why"
+pass "gemm"

@@ -469,6 +469,17 @@ void run_collectives(PhaseEnv& env) {
   const std::string backend = choose_backend(env, gpu);
   env.watchdog.step("collectives: " + backend + " communicators");
   Backends b = make_backends(ctx, backend, gpu);
+  // A watchdog timeout aborts the NCCL communicators (ncclCommAbort, from the watchdog thread)
+  // before the job ends, so no GPU is left spinning in a kernel waiting for a dead peer. Declared
+  // after `b`: unregistered (waiting for a run in progress) before the communicators go.
+  Watchdog::AbortRegistration abort_nccl;
+  if (backend == "nccl") {
+    abort_nccl = env.watchdog.on_abort([&b] {
+      for (Comm* c : {b.rail.get(), b.node.get(), b.world.get()}) {
+        if (c != nullptr) c->abort();
+      }
+    });
+  }
   const std::vector<std::uint64_t>& sizes =
       backend == "nccl" ? cfg.nccl_sizes.values : cfg.sizes.values;
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -15,8 +16,10 @@
 namespace shakedown {
 
 namespace {
-constexpr int kTag = 7302;      // PositionMessage
-constexpr int kFailTag = 7303;  // int exit code, then the failing rank's message
+constexpr int kTag = 7302;          // PositionMessage
+constexpr int kFailTag = 7303;      // int exit code, then the failing rank's message
+constexpr int kAbortTag = 7304;     // rank 0 -> the others: run your local aborts (one int)
+constexpr int kAbortAckTag = 7305;  // the others -> rank 0: local aborts done (one int)
 constexpr std::size_t kMaxLabel = 240;
 constexpr std::int64_t kDoneSeq = -1;
 constexpr std::size_t kMaxNamed = 8;  // ranks named in one message before "and N more"
@@ -123,6 +126,88 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Notices to ranks that never read them (they had stopped): nothing waits for them any more.
+  for (MPI_Request& request : abort_notices_) {
+    int done = 0;
+    if (request == MPI_REQUEST_NULL) continue;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) continue;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
+  }
+}
+
+Watchdog::AbortRegistration Watchdog::on_abort(LocalAbort fn) {
+  std::lock_guard lock(*local_mutex_);
+  const int id = next_local_id_++;
+  local_aborts_.emplace(id, std::move(fn));
+  return AbortRegistration(this, id);
+}
+
+void Watchdog::AbortRegistration::reset() {
+  if (owner_ == nullptr) return;
+  std::lock_guard lock(*owner_->local_mutex_);
+  owner_->local_aborts_.erase(id_);
+  owner_ = nullptr;
+}
+
+void Watchdog::run_local_aborts(double limit_s) {
+  std::call_once(local_once_, [&] {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> finished = done->get_future();
+    // A thread of its own, so an abort that wedges (a driver call that never returns) cannot keep
+    // the job from ending: after limit_s the watchdog gives up on it and ends the job anyway.
+    std::thread runner([this, done, mutex = local_mutex_] {
+      {
+        std::lock_guard lock(*mutex);
+        for (auto& [id, fn] : local_aborts_) {
+          try {
+            fn();
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "shakedown: %s: local abort failed: %s\n",
+                         rank_names_[static_cast<std::size_t>(rank_)].c_str(), e.what());
+          }
+        }
+      }
+      done->set_value();
+    });
+    if (finished.wait_for(std::chrono::duration<double>(limit_s)) == std::future_status::ready) {
+      runner.join();
+    } else {
+      std::fprintf(stderr, "shakedown: %s: local aborts did not finish within %s; ending anyway\n",
+                   rank_names_[static_cast<std::size_t>(rank_)].c_str(),
+                   format_seconds(limit_s).c_str());
+      runner.detach();
+    }
+  });
+}
+
+void Watchdog::notify_peers_and_wait() {
+  static const int kNotice = 1;  // the payload is not read; a constant outlives the sends
+  abort_notices_.assign(static_cast<std::size_t>(std::max(size_ - 1, 0)), MPI_REQUEST_NULL);
+  for (int r = 1; r < size_; ++r) {
+    MPI_Isend(&kNotice, 1, MPI_INT, r, kAbortTag, comm_.get(),
+              &abort_notices_[static_cast<std::size_t>(r - 1)]);
+  }
+  run_local_aborts(options_.abort_grace_s);
+  // On the watchdog thread nobody else reads the acks: read them here. From the main thread
+  // (rank 0's own failure) the watchdog thread counts them.
+  const bool on_watchdog_thread = std::this_thread::get_id() == thread_.get_id();
+  const double deadline = now_us() + options_.abort_grace_s * 1e6;
+  while (abort_acks_.load() < size_ - 1 && now_us() < deadline) {
+    if (on_watchdog_thread) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortAckTag, comm_.get(), &flag, &status) == MPI_SUCCESS &&
+          flag) {
+        int word = 0;
+        MPI_Recv(&word, 1, MPI_INT, status.MPI_SOURCE, kAbortAckTag, comm_.get(),
+                 MPI_STATUS_IGNORE);
+        ++abort_acks_;
+        continue;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void Watchdog::step(const std::string& label, double timeout_s) {
@@ -195,6 +280,11 @@ void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
         std::fprintf(stderr, "shakedown: could not record the abort: %s\n", e.what());
       }
     }
+    if (rank_ == 0) {
+      notify_peers_and_wait();
+    } else {
+      run_local_aborts(options_.abort_grace_s);
+    }
     options_.abort_action(code);
     std::lock_guard lock(mutex_);
     tripped_ = true;
@@ -217,6 +307,15 @@ void Watchdog::run_peer() {
       msg.timeout_s = timeout_s_;
       std::strncpy(msg.label, label_.c_str(), kMaxLabel - 1);
       stuck_s = (now_us() - step_started_us_) * 1e-6;
+    }
+    // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
+    int notice = 0;
+    if (MPI_Iprobe(0, kAbortTag, comm_.get(), &notice, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+        notice) {
+      int word = 0;
+      MPI_Recv(&word, 1, MPI_INT, 0, kAbortTag, comm_.get(), MPI_STATUS_IGNORE);
+      run_local_aborts(options_.abort_grace_s);
+      MPI_Send(&word, 1, MPI_INT, 0, kAbortAckTag, comm_.get());
     }
     if (msg.seq != sent) {
       if (MPI_Send(&msg, sizeof msg, MPI_BYTE, 0, kTag, comm_.get()) != MPI_SUCCESS) return;
@@ -274,6 +373,13 @@ void Watchdog::run_root() {
       if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &status) != MPI_SUCCESS ||
           !flag) {
         break;
+      }
+      if (status.MPI_TAG == kAbortAckTag) {
+        int word = 0;
+        MPI_Recv(&word, 1, MPI_INT, status.MPI_SOURCE, kAbortAckTag, comm_.get(),
+                 MPI_STATUS_IGNORE);
+        ++abort_acks_;
+        continue;
       }
       if (status.MPI_TAG == kFailTag) {
         int count = 0;

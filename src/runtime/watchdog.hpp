@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -57,9 +59,40 @@ class Watchdog {
     // How the job ends; tests replace it to observe a stall without dying. If it returns, the
     // watchdog stops judging and the run goes on.
     std::function<void(ExitCode)> abort_action = [](ExitCode code) { abort_job(code); };
+    // How long rank 0 waits for the other ranks to run their local aborts (on_abort) before it
+    // ends the job; a rank that is dead or wedged does not answer, so this bounds the wait.
+    double abort_grace_s = 5;
   };
   // Called on rank 0 before the job ends, with the reason (e.g. to mark the HDF5 file aborted).
   using AbortHook = std::function<void(const std::string& reason)>;
+  // Work a rank abandons when the watchdog ends the job, e.g. ncclCommAbort on its live NCCL
+  // communicators, so GPU kernels waiting on a dead peer are torn down before MPI_Abort. Runs
+  // on the rank's watchdog thread (rank 0 tells every rank first), at most once, bounded in time.
+  using LocalAbort = std::function<void()>;
+  // Keeps a LocalAbort registered while it lives; its destructor waits for a run in progress.
+  class AbortRegistration {
+   public:
+    AbortRegistration() = default;
+    AbortRegistration(Watchdog* owner, int id) : owner_(owner), id_(id) {}
+    AbortRegistration(AbortRegistration&& other) noexcept
+        : owner_(std::exchange(other.owner_, nullptr)), id_(other.id_) {}
+    AbortRegistration& operator=(AbortRegistration&& other) noexcept {
+      if (this != &other) {
+        reset();
+        owner_ = std::exchange(other.owner_, nullptr);
+        id_ = other.id_;
+      }
+      return *this;
+    }
+    AbortRegistration(const AbortRegistration&) = delete;
+    AbortRegistration& operator=(const AbortRegistration&) = delete;
+    ~AbortRegistration() { reset(); }
+    void reset();
+
+   private:
+    Watchdog* owner_ = nullptr;
+    int id_ = 0;
+  };
 
   // Collective over `world` (duplicated for the watchdog's own traffic). `rank_names[r]` is how
   // messages name rank r.
@@ -87,11 +120,18 @@ class Watchdog {
   // True once the abort action ran and returned (tests only).
   bool tripped() const;
 
+  // Registers `fn` to run when the watchdog ends the job (see LocalAbort).
+  [[nodiscard]] AbortRegistration on_abort(LocalAbort fn);
+
  private:
   void run_root();
   void run_peer();
   // Prints (when asked), runs the hook, ends the job. Returns only if abort_action returns.
   void abort_run(ExitCode code, const std::string& reason, bool print);
+  // Runs the registered LocalAborts once, giving up on them after `limit_s`.
+  void run_local_aborts(double limit_s);
+  // Rank 0: tells every other rank to run its LocalAborts, then waits (bounded) for their acks.
+  void notify_peers_and_wait();
 
   Options options_;
   std::vector<std::string> rank_names_;
@@ -111,6 +151,15 @@ class Watchdog {
   bool abandon_ = false;  // error path: leave without the closing handshake
   bool tripped_ = false;
   std::once_flag abort_once_;
+
+  // LocalAborts. The runner holds local_mutex_ while they run, so unregistering waits for it.
+  std::shared_ptr<std::mutex> local_mutex_ = std::make_shared<std::mutex>();
+  std::map<int, LocalAbort> local_aborts_;
+  int next_local_id_ = 0;
+  std::once_flag local_once_;
+  std::atomic<int> abort_acks_{0};          // rank 0: peers that ran their local aborts
+  std::vector<MPI_Request> abort_notices_;  // rank 0: the notices sent to the peers
+
   std::thread thread_;
 };
 

@@ -2,10 +2,12 @@
 // caught (and who is named) without the job dying; the real abort is tested end to end.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
 
+#include "runtime/clock.hpp"
 #include "runtime/watchdog.hpp"
 
 using namespace shakedown;
@@ -86,5 +88,49 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
         << seen.reason;
   } else {
     EXPECT_EQ(seen.aborts, 0);
+  }
+}
+
+// When rank 0 ends a stalled run, every rank (the late one too) first runs the work it
+// registered with on_abort (NCCL communicators in real runs), and rank 0 waits for them.
+TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
+  const int late = comm_size(MPI_COMM_WORLD) - 1;
+  const int me = comm_rank(MPI_COMM_WORLD);
+  Observed seen;
+  std::atomic<int> ran{0};
+  std::atomic<double> ran_at_us{0};
+  double aborted_at_us = 0;
+  {
+    Watchdog::Options o = test_options(seen, 1.0);
+    o.abort_action = [&](ExitCode) {
+      std::lock_guard lock(seen.mutex);
+      ++seen.aborts;
+      aborted_at_us = now_us();
+    };
+    Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
+    auto registration = wd.on_abort([&] {
+      ran_at_us = now_us();
+      ++ran;
+    });
+    // Registered and dropped again: must not run.
+    {
+      auto dropped = wd.on_abort([] { ADD_FAILURE() << "an unregistered local abort ran"; });
+    }
+    wd.step("warm up");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    wd.step("the step");
+    MPI_Barrier(MPI_COMM_WORLD);
+    // The notice reaches the other ranks within a few polls.
+    for (int i = 0; i < 500 && ran.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    wd.stop();
+  }
+  EXPECT_EQ(ran.load(), 1) << "rank " << me;
+  if (me == 0) {
+    EXPECT_EQ(seen.aborts, 1);
+    // Rank 0 ran its own local abort before ending the job.
+    EXPECT_LE(ran_at_us.load(), aborted_at_us);
   }
 }

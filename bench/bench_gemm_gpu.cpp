@@ -154,8 +154,11 @@ int run(const Options& opts) {
     return 0;
   }
   const std::string name = prop.name;
+  // The 1300 TFLOP/s target is for the SXM parts (989/1979 TFLOP/s BF16/FP8 dense peaks): H100
+  // SXM ("H100 80GB HBM3"), H200 and GH200. H100 PCIe and NVL have lower clocks and power.
   const bool target_applies =
-      name.find("H100") != std::string::npos || name.find("H200") != std::string::npos;
+      name.find("H200") != std::string::npos ||
+      (name.find("H100") != std::string::npos && name.find("HBM3") != std::string::npos);
 
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   if (opts.quick) shapes.resize(1);

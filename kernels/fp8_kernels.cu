@@ -399,6 +399,14 @@ void launch_flip_output_bit(void* d, std::int64_t count, OutType type, std::int6
   SD_CUDA_CHECK(cudaGetLastError());
 }
 
+std::string kernel_image_problem() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t rc = cudaFuncGetAttributes(&attributes, flip_bit_kernel);
+  if (rc == cudaSuccess) return "";
+  (void)cudaGetLastError();  // not sticky: clear it for the next call
+  return cudaGetErrorString(rc);
+}
+
 }  // namespace shakedown::kernels
 
 #endif  // SHAKEDOWN_HAVE_CUDA

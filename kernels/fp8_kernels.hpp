@@ -11,6 +11,7 @@
 #if SHAKEDOWN_HAVE_CUDA
 
 #include <cstdint>
+#include <string>
 
 namespace shakedown::kernels {
 
@@ -60,6 +61,10 @@ void launch_output_amax(const void* d, std::int64_t count, OutType type, float* 
 // Asynchronous.
 void launch_flip_output_bit(void* d, std::int64_t count, OutType type, std::int64_t index, int bit,
                             void* stream);
+
+// "" when these kernels can run on the current device; else CUDA's reason (e.g. "no kernel image
+// is available for execution on the device": the build's CMAKE_CUDA_ARCHITECTURES lack it).
+std::string kernel_image_problem();
 
 }  // namespace shakedown::kernels
 

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
                       "Plant a fault for self-test (repeatable): stall:rank=R,phase=P[,seconds=S]"
                       "[,step=N] (rank R sleeps before phase P, or before its N-th step), "
                       "fail:rank=R,phase=P (rank R fails there), "
-                      "corrupt:rank=R,phase=collectives (rank R's results are changed)");
+                      "corrupt:rank=R,phase=collectives (rank R's results are changed), "
+                      "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips)");
 
   run_cmd->add_flag("--progress", run.progress,
                     "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "

@@ -215,6 +215,15 @@ std::unique_ptr<GemmEngine> make_cublaslt_gemm_engine() {
         std::to_string(device) + " is " + prop.name + " (sm_" + std::to_string(prop.major) +
         std::to_string(prop.minor) + "): run the gemm phase on the CPU engine");
   }
+  // cuBLASLt itself would run, but our kernels (hash, amax, flip) would then fail later with
+  // "no kernel image": say so now, with what to change.
+  if (const std::string problem = kernels::kernel_image_problem(); !problem.empty()) {
+    throw UsageError("cuBLASLt GEMM engine: shakedown's kernels cannot run on CUDA device " +
+                     std::to_string(device) + " (" + prop.name + ", sm_" +
+                     std::to_string(prop.major) + std::to_string(prop.minor) + "): " + problem +
+                     "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
+                     std::to_string(prop.minor));
+  }
   return std::make_unique<CublasLtEngine>(device);
 }
 

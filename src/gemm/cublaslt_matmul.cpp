@@ -61,8 +61,10 @@ std::string device_description(int device) {
   SD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   int driver = 0;
   SD_CUDA_CHECK(cudaDriverGetVersion(&driver));  // 1000 * major + 10 * minor
+  // The SM count too: cuBLASLt's bits depend on it (MIG slices share the GPU's name).
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + "), driver " + std::to_string(driver / 1000) + "." +
+         std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) +
+         " SMs), driver " + std::to_string(driver / 1000) + "." +
          std::to_string(driver % 1000 / 10);
 }
 

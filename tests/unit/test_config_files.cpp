@@ -54,7 +54,7 @@ TEST(ConfigFiles, SmokeYamlIsTheBuiltInDefault) {
   const Config smoke = load_config_file(kConfigs + "smoke.yaml");
   EXPECT_EQ(to_yaml(smoke), to_yaml(default_config()));
   EXPECT_EQ(smoke, default_config());
-  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "collectives"}));
+  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "collectives", "gemm"}));
   EXPECT_EQ(smoke.collectives.sizes.spec, "8:1M");
   EXPECT_DOUBLE_EQ(smoke.timeouts.phase_s, 60);
   EXPECT_DOUBLE_EQ(smoke.timeouts.run_s, 600);

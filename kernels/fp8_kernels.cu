@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "gemm/output_hash.hpp"
 #include "kernels/fp8_kernels.hpp"
+#include "kernels/stream_scratch.cuh"
 
 namespace shakedown::kernels {
 
@@ -280,38 +281,6 @@ int bits_of(OutType type) {
                       std::to_string(static_cast<int>(type)));
 }
 
-// Stream-ordered device scratch, freed on the same stream even when a check throws. Falls back to
-// plain cudaMalloc where the driver has no memory pools (some virtualised GPUs).
-class Scratch {
- public:
-  Scratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    const cudaError_t rc = cudaMallocAsync(&ptr_, bytes, stream_);
-    if (rc == cudaErrorNotSupported) {
-      (void)cudaGetLastError();
-      pooled_ = false;
-      SD_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-      return;
-    }
-    detail::cuda_check(rc, "cudaMallocAsync", __FILE__, __LINE__);
-  }
-  ~Scratch() {
-    if (ptr_ == nullptr) return;
-    if (pooled_) {
-      (void)cudaFreeAsync(ptr_, stream_);
-    } else {
-      (void)cudaFree(ptr_);
-    }
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-  cudaStream_t stream_;
-  bool pooled_ = true;
-};
-
 void check_count(std::int64_t count, const char* what) {
   if (count < 0)
     throw InternalError(std::string(what) + ": negative count " + std::to_string(count));
@@ -356,7 +325,7 @@ std::uint64_t output_hash(const void* d, std::int64_t count, OutType type, void*
   if (count == 0) return 0;
   const auto n = static_cast<std::uint64_t>(count);
   const cudaStream_t s = as_stream(stream);
-  Scratch scratch(sizeof(unsigned long long), s);
+  StreamScratch scratch(sizeof(unsigned long long), s);
   auto* sum = static_cast<unsigned long long*>(scratch.get());
   SD_CUDA_CHECK(cudaMemsetAsync(sum, 0, sizeof *sum, s));
   if (type == OutType::kBF16) {

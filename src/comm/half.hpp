@@ -5,13 +5,7 @@
 // none, gives NaN: these are checking codecs, not the saturating casts of fp8/).
 #include <cstdint>
 
-#ifndef SD_HOST_DEVICE
-#if defined(__CUDACC__)
-#define SD_HOST_DEVICE __host__ __device__
-#else
-#define SD_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.hpp"
 
 namespace shakedown::small_float {
 

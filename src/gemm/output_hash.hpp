@@ -6,13 +6,7 @@
 // always changes the hash (the --inject sdc self-test relies on that).
 #include <cstdint>
 
-#ifndef SD_HOST_DEVICE
-#if defined(__CUDACC__)
-#define SD_HOST_DEVICE __host__ __device__
-#else
-#define SD_HOST_DEVICE
-#endif
-#endif
+#include "core/host_device.hpp"
 
 namespace shakedown::gemm_hash {
 

@@ -2,8 +2,8 @@
 # The GPU check, for a machine with an NVIDIA GPU (e.g. one H200): builds the CUDA parts, runs the
 # GPU tests (tests/gpu: the NCCL backend, the pattern and FP8 kernels, the cuBLASLt GEMM engine
 # against the CPU engine on one GPU), the FP8 vs BF16 cuBLASLt benchmark (bench/bench_gemm_gpu:
-# TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100/H200) and, when this build has it, the
-# collectives phase on the NCCL backend; prints a short table and exits non-zero when anything
+# TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100 SXM/H200) and one `shakedown run` of the
+# collectives (NCCL) and gemm (cuBLASLt) phases; prints a short table and exits non-zero when anything
 # failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
 #
 # Usage:
@@ -22,7 +22,7 @@
 #   SHAKEDOWN_BUILD_DIR        build folder (default build-device)
 #   SHAKEDOWN_DEVICE_OUT       where logs and the run file go (default $OUT if set, else
 #                              <build>/device-check)
-#   SHAKEDOWN_DEVICE_RUN_ARGS  extra arguments for `shakedown run` in the collectives step
+#   SHAKEDOWN_DEVICE_RUN_ARGS  extra arguments for `shakedown run` in the phases step
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -204,7 +204,7 @@ else
     results+=("build bench_gemm_gpu|FAIL|see $out/build.log")
     failed=1
   fi
-  # The CLI only for the collectives step; its failure to build does not hide the test results.
+  # The CLI only for the phases step; its failure to build does not hide the test results.
   if (($(left) > 120)) &&
     timeout "$(slice 180)" cmake --build "$build" -j "$jobs" --target shakedown >>"$out/build.log" 2>&1; then
     shakedown_bin="$build/shakedown"
@@ -274,27 +274,30 @@ elif [[ -n "$bench_skip" ]]; then
   results+=("bench_gemm_gpu|N/A|$bench_skip")
 fi
 
-# ---------------------------------------------------------------- collectives phase on NCCL
+# ---------------------------------------------------------------- collectives + gemm phases
 if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then
-  # 1 rank on this GPU. An exit code 2 (usage) means this build has no NCCL collectives phase
-  # yet: reported, not counted as a failure.
+  # 1 rank on this GPU: the collectives on NCCL, then the gemm phase on cuBLASLt (the smoke
+  # layer's shapes plus 8192^3, every output hashed and 16 rows checked against fp64). An exit
+  # code 2 (usage) is reported with its message.
   # shellcheck disable=SC2086  # SHAKEDOWN_DEVICE_RUN_ARGS is a list of words
-  timeout "$(slice 200)" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases collectives \
+  timeout "$(slice 200)" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases collectives,gemm \
     --set collectives.backend=nccl --set 'collectives.dtypes=[float32,bfloat16,fp8_e4m3]' \
-    --set collectives.nccl_sizes=8:1G --out "$out/collectives.h5" \
-    ${SHAKEDOWN_DEVICE_RUN_ARGS:-} >"$out/collectives.log" 2>&1
+    --set collectives.nccl_sizes=8:1G --set gemm.engine=cublaslt --out "$out/phases.h5" \
+    ${SHAKEDOWN_DEVICE_RUN_ARGS:-} >"$out/phases.log" 2>&1
   prc=$?
   case $prc in
-    0) results+=("shakedown run collectives (nccl)|OK|$out/collectives.h5") ;;
-    2) results+=("shakedown run collectives (nccl)|N/A|usage error: $(grep -m 1 -iE 'error|unknown' "$out/collectives.log" | cut -c1-80)") ;;
+    0) results+=("shakedown run collectives (nccl) + gemm (cublaslt)|OK|$out/phases.h5") ;;
+    2) results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|usage error: $(grep -m 1 -iE 'error|unknown' "$out/phases.log" | cut -c1-80)") ;;
     *)
-      results+=("shakedown run collectives (nccl)|FAILED|exit code $prc, see $out/collectives.log")
+      results+=("shakedown run collectives (nccl) + gemm (cublaslt)|FAILED|exit code $prc, see $out/phases.log")
       failed=1
       ;;
   esac
-  [[ $prc -le 1 ]] && tail -40 "$out/collectives.log"
+  # The gemm table (TFLOP/s per shape, error against fp64) and the verdict.
+  sed -n '/^gemm$/,$p' "$out/phases.log" | head -30
+  [[ $prc -le 1 ]] || tail -40 "$out/phases.log"
 elif [[ -n "$phase_skip" ]]; then
-  results+=("shakedown run collectives (nccl)|N/A|$phase_skip")
+  results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|$phase_skip")
 fi
 
 # ---------------------------------------------------------------- table

@@ -83,8 +83,10 @@ RankInfo discover_this_rank(const Context& ctx) {
                        ctx.host_local_rank());
 }
 
-PlacementOptions placement_options(const Context& ctx, const Config& config) {
+PlacementOptions placement_options(const Context& ctx, const Config& config,
+                                   const NetworkMap* network) {
   PlacementOptions opts;
+  opts.network = network;
   opts.allow_oversubscribe = config.topology.allow_oversubscribe;
   opts.expected_gpus_per_node = config.topology.expected_gpus_per_node;
   opts.virtual_nodes = ctx.virtual_nodes() > 1;

@@ -59,6 +59,8 @@ void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
 
 // This rank's place and hardware, as discovery sees it from the Context's layout.
 RankInfo discover_this_rank(const Context& ctx);
-PlacementOptions placement_options(const Context& ctx, const Config& config);
+// `network`: the topology.blocks map (NetworkMap::read), null for none.
+PlacementOptions placement_options(const Context& ctx, const Config& config,
+                                   const NetworkMap* network = nullptr);
 
 }  // namespace shakedown

@@ -28,6 +28,7 @@
 #include "runtime/mpi.hpp"
 #include "runtime/progress.hpp"
 #include "runtime/watchdog.hpp"
+#include "topology/network.hpp"
 
 namespace shakedown {
 
@@ -119,8 +120,8 @@ RunMeta make_meta(const Context& ctx, const RunOptions& options, const std::stri
 
 // Everything after the output file exists. Errors here may be local to one rank; the caller
 // hands them to the watchdog, which records them and ends the job.
-void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, Recorder& recorder,
-                  Watchdog& watchdog, bool progress) {
+void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
+                  const FaultPlan& faults, Recorder& recorder, Watchdog& watchdog, bool progress) {
   watchdog.step("clock sync");
   std::vector<ClockEstimate> clocks = sync_clocks(ctx.world(), kClockRounds);
   ctx.set_clock_offset_us(clocks[static_cast<std::size_t>(ctx.rank())].offset_us);
@@ -138,7 +139,8 @@ void run_pipeline(Context& ctx, const Config& config, const FaultPlan& faults, R
   std::vector<RankInfo> ranks = recorder.gather(discover_this_rank(ctx));
   watchdog.step("write topology");
   recorder.write([&](RunWriter& w) {
-    w.write_topology(ranks, check_placement(ranks, placement_options(ctx, config)));
+    assign_network(ranks, network);
+    w.write_topology(ranks, check_placement(ranks, placement_options(ctx, config, &network)));
   });
 
   PhaseEnv env{ctx,      config, recorder,
@@ -193,6 +195,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     check_same_config(ctx, yaml);
     validate_faults(faults.all(), ctx.world_size(), config.phases);
   });
+  const NetworkMap network =
+      agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
   const std::filesystem::path out = bcast_string(
       ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
   Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
@@ -204,7 +208,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
       make_watchdog(ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); });
   int code = 0;
   run_guarded(ctx, *watchdog, [&] {
-    run_pipeline(ctx, config, faults, recorder, *watchdog, options.progress);
+    run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
     watchdog->step("verdict");
     code = report_from_file(ctx, out);
   });

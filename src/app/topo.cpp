@@ -10,6 +10,7 @@
 #include "runtime/context.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/watchdog.hpp"
+#include "topology/network.hpp"
 
 namespace shakedown {
 
@@ -25,6 +26,8 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
   Context ctx = agreed(MPI_COMM_WORLD, [&] {
     return Context::create(MPI_COMM_WORLD, config.topology.virtual_nodes);
   });
+  const NetworkMap network =
+      agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
   guard.disarm();
 
   auto watchdog = make_watchdog(ctx, config, nullptr);
@@ -33,7 +36,9 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
     watchdog->step("topology");
     std::vector<RankInfo> ranks = gather_records(ctx.world(), 0, discover_this_rank(ctx));
     if (ctx.is_root()) {
-      std::vector<CheckResult> checks = check_placement(ranks, placement_options(ctx, config));
+      assign_network(ranks, network);
+      std::vector<CheckResult> checks =
+          check_placement(ranks, placement_options(ctx, config, &network));
       std::cout << ctx.world_size() << " ranks on " << ctx.node_count() << " nodes"
                 << (ctx.virtual_nodes() > 1
                         ? " (virtual: " + std::to_string(ctx.virtual_nodes()) + " per host)"

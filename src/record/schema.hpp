@@ -68,6 +68,8 @@ inline constexpr const char* kSlurmLocalId = "slurm_local_id";
 inline constexpr const char* kSlurmProcid = "slurm_procid";
 inline constexpr const char* kSlurmTopologyAddr = "slurm_topology_addr";
 inline constexpr const char* kSlurmTopologyPattern = "slurm_topology_pattern";
+inline constexpr const char* kLeafSwitch = "leaf_switch";  // Slurm's address or topology.blocks
+inline constexpr const char* kBlock = "block";              // NVLink block from topology.blocks
 }  // namespace ranks
 
 // Check tables (placement checks; also the column names of /analysis/checks' first columns).

@@ -25,7 +25,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, node_index, local_rank, local
                                    cpus, cpu_count, node_cores, node_pus, allowed_cpus,
                                    allowed_cores, allowed_pus, numa, gpu_count, gpu_index, gpu,
                                    gpu_note, nic, slurm_job_id, slurm_node_id, slurm_local_id,
-                                   slurm_procid, slurm_topology_addr, slurm_topology_pattern)
+                                   slurm_procid, slurm_topology_addr, slurm_topology_pattern,
+                                   leaf_switch, block)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeInventory, node_index, hostname, cpu_model, sockets, cores,
                                    pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note, nics,
                                    gpu_driver, mpi_version, nccl_version, cuda_runtime_version,

@@ -46,6 +46,8 @@ const std::vector<Field<RankInfo>>& rank_fields() {
       field(c::kSlurmProcid, &R::slurm_procid),
       field(c::kSlurmTopologyAddr, &R::slurm_topology_addr),
       field(c::kSlurmTopologyPattern, &R::slurm_topology_pattern),
+      field(c::kLeafSwitch, &R::leaf_switch),
+      field(c::kBlock, &R::block),
   };
   return kFields;
 }

@@ -21,6 +21,7 @@
 #include "core/strings.hpp"
 #include "topology/cpu_list.hpp"
 #include "topology/hwloc_util.hpp"
+#include "topology/network.hpp"
 #include "topology/versions.hpp"
 
 #if SHAKEDOWN_HAVE_CUDA
@@ -481,6 +482,8 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
   r.slurm_procid = env_or_empty("SLURM_PROCID");
   r.slurm_topology_addr = env_or_empty("SLURM_TOPOLOGY_ADDR");
   r.slurm_topology_pattern = env_or_empty("SLURM_TOPOLOGY_ADDR_PATTERN");
+  r.leaf_switch =
+      parse_slurm_topology_addr(r.slurm_topology_addr, r.slurm_topology_pattern).leaf_switch;
   return r;
 }
 

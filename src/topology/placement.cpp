@@ -7,6 +7,7 @@
 #include <string>
 
 #include "topology/cpu_list.hpp"
+#include "topology/network_checks.hpp"
 
 namespace shakedown {
 namespace {
@@ -458,9 +459,12 @@ CheckResult check_expected_gpus(const std::vector<RankInfo>& ranks, const Placem
 
 std::vector<CheckResult> check_placement(const std::vector<RankInfo>& ranks,
                                          const PlacementOptions& options) {
+  const bool blocks = options.network != nullptr && !options.network->blocks().empty();
   std::vector<std::string_view> names = {kCheckRanksPerNode, kCheckGpuUnique, kCheckGpuNumaAffinity,
                                          kCheckOversubscription};
   if (options.expected_gpus_per_node > 0) names.push_back(kCheckExpectedGpus);
+  names.push_back(kCheckLeafSwitches);
+  if (blocks) names.push_back(kCheckBlocks);
   std::vector<CheckResult> results;
   if (ranks.empty()) {
     for (auto name : names)
@@ -472,6 +476,8 @@ std::vector<CheckResult> check_placement(const std::vector<RankInfo>& ranks,
   results.push_back(check_gpu_numa_affinity(ranks));
   results.push_back(check_oversubscription(ranks, options));
   if (options.expected_gpus_per_node > 0) results.push_back(check_expected_gpus(ranks, options));
+  results.push_back(check_leaf_switches(ranks, options.network));
+  if (blocks) results.push_back(check_blocks(ranks, *options.network));
   return results;
 }
 

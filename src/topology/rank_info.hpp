@@ -55,6 +55,9 @@ struct RankInfo {
   // Slurm, when launched by srun (empty otherwise)
   std::string slurm_job_id, slurm_node_id, slurm_local_id, slurm_procid, slurm_topology_addr,
       slurm_topology_pattern;
+  // Where the node sits in the fabric (topology/network.hpp), "" unknown: the leaf switch it hangs
+  // off (from SLURM_TOPOLOGY_ADDR, else the topology.blocks file) and its NVLink block.
+  std::string leaf_switch, block;
 
   // Every field, so that tests can check that a record survives JSON and the HDF5 file whole.
   bool operator==(const RankInfo&) const = default;

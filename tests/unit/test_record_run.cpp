@@ -76,6 +76,8 @@ std::vector<RankInfo> sample_ranks() {
   ranks[0].slurm_procid = "0";
   ranks[0].slurm_topology_addr = "top.s0.gpu-node-001";
   ranks[0].slurm_topology_pattern = "switch.switch.node";
+  ranks[0].leaf_switch = "s0";
+  ranks[0].block = "nvl0";
   ranks[1].hostname = "nœud-ü-東京";  // unicode survives
   ranks[1].gpu_note = "built without CUDA";
   ranks[2].hostname = "";  // empty strings survive too
@@ -127,6 +129,8 @@ void expect_rank_eq(const RankInfo& a, const RankInfo& b) {
   EXPECT_EQ(a.slurm_procid, b.slurm_procid);
   EXPECT_EQ(a.slurm_topology_addr, b.slurm_topology_addr);
   EXPECT_EQ(a.slurm_topology_pattern, b.slurm_topology_pattern);
+  EXPECT_EQ(a.leaf_switch, b.leaf_switch);
+  EXPECT_EQ(a.block, b.block);
 }
 
 std::vector<CheckResult> sample_checks() {

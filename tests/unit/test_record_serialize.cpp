@@ -42,7 +42,7 @@ constexpr std::size_t field_count() {
 // tables.cpp (HDF5 columns, names in schema.hpp) and to the samples below, then update the count.
 static_assert(field_count<GpuInfo>() == 7, "GpuInfo changed: update serialize, tables, samples");
 static_assert(field_count<NicInfo>() == 4, "NicInfo changed: update serialize, tables, samples");
-static_assert(field_count<RankInfo>() == 24, "RankInfo changed: update serialize, tables, samples");
+static_assert(field_count<RankInfo>() == 26, "RankInfo changed: update serialize, tables, samples");
 static_assert(field_count<NodeInventory>() == 22,
               "NodeInventory changed: update serialize, tables, samples");
 static_assert(field_count<CheckResult>() == 3,
@@ -97,6 +97,8 @@ RankInfo sample_rank() {
   r.slurm_procid = "32";
   r.slurm_topology_addr = "top.s1.gpu-a03";
   r.slurm_topology_pattern = "switch.switch.node";
+  r.leaf_switch = "s1";
+  r.block = "nvl3";
   return r;
 }
 

@@ -51,7 +51,8 @@ void give_gpu(RankInfo& r, int count, int index, const std::string& uuid, const 
   r.gpu_note.clear();
 }
 
-// 2 nodes x 2 ranks, each with its own GPU and bound next to it: everything passes.
+// 2 nodes x 2 ranks under one leaf switch, each with its own GPU and bound next to it: everything
+// passes.
 std::vector<RankInfo> good_gpu_job() {
   std::vector<RankInfo> ranks;
   const char* hosts[] = {"a01", "a02"};
@@ -63,6 +64,9 @@ std::vector<RankInfo> good_gpu_job() {
       give_gpu(r, 2, local, "GPU-" + std::to_string(rank),
                local == 0 ? "0000:18:00.0" : "0000:9a:00.0", local == 0 ? "0-3,8-11" : "4-7,12-15",
                local);
+      r.slurm_topology_addr = std::string("spine.leaf0.") + hosts[node];
+      r.slurm_topology_pattern = "switch.switch.node";
+      r.leaf_switch = "leaf0";
       ranks.push_back(r);
     }
   }
@@ -86,19 +90,20 @@ TEST(TopologyPlacement, GoodGpuJobPassesEverything) {
   PlacementOptions opt;
   opt.expected_gpus_per_node = 2;
   const auto results = check_placement(good_gpu_job(), opt);
-  ASSERT_EQ(results.size(), 5u);
+  ASSERT_EQ(results.size(), 6u);
   EXPECT_EQ(results[0].name, kCheckRanksPerNode);
   EXPECT_EQ(results[1].name, kCheckGpuUnique);
   EXPECT_EQ(results[2].name, kCheckGpuNumaAffinity);
   EXPECT_EQ(results[3].name, kCheckOversubscription);
   EXPECT_EQ(results[4].name, kCheckExpectedGpus);
+  EXPECT_EQ(results[5].name, kCheckLeafSwitches);
   for (const auto& c : results)
     EXPECT_EQ(c.status, CheckStatus::kPass) << c.name << ": " << c.reason;
   EXPECT_TRUE(contains(results[0].reason, "2 nodes x 2 ranks per node")) << results[0].reason;
 }
 
 TEST(TopologyPlacement, ExpectedGpusOnlyWhenAsked) {
-  EXPECT_EQ(check_placement(good_gpu_job(), {}).size(), 4u);
+  EXPECT_EQ(check_placement(good_gpu_job(), {}).size(), 5u);
 }
 
 TEST(TopologyPlacement, NoRanksSkipsEverything) {

@@ -13,6 +13,7 @@ packages=(
   libucx-dev ucx-utils
   libgtest-dev googletest
   python3 python3-h5py python3-pandas
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

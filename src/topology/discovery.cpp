@@ -480,6 +480,17 @@ RankInfo discover_rank(const HwlocTopology& topology, int rank, int node_index, 
   r.slurm_node_id = env_or_empty("SLURM_NODEID");
   r.slurm_local_id = env_or_empty("SLURM_LOCALID");
   r.slurm_procid = env_or_empty("SLURM_PROCID");
+  // Started by mpirun inside an allocation (ORTE marks what it launches with
+  // OMPI_MCA_orte_hnp_uri), or by another launcher whose Slurm task is not this rank: the task
+  // variables belong to the batch step or to the launcher's daemon step, not to this rank. Keep
+  // what names the job and the node's place (job id, topology address); drop task ids and the
+  // step-relative node id rather than record wrong ones.
+  if (!env_or_empty("OMPI_MCA_orte_hnp_uri").empty() ||
+      (!r.slurm_procid.empty() && r.slurm_procid != std::to_string(rank))) {
+    r.slurm_node_id.clear();
+    r.slurm_local_id.clear();
+    r.slurm_procid.clear();
+  }
   r.slurm_topology_addr = env_or_empty("SLURM_TOPOLOGY_ADDR");
   r.slurm_topology_pattern = env_or_empty("SLURM_TOPOLOGY_ADDR_PATTERN");
   r.leaf_switch =

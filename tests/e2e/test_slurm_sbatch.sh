@@ -94,10 +94,23 @@ expect_in "$TMP/results/$jid2/summary.txt" "ABORTED.*rank 1" "saved summary name
 srun_rc=$(sed -n 's/.*\[from the run file.s verdict; srun exited \([0-9]*\)\].*/\1/p' "$log2")
 t2=$(($(date +%s) - start - t1))
 
+# ---- 3: the mpirun alternative inside the allocation (inventory only) --------------------------
+jid3=$(SHAKEDOWN_LAUNCHER=mpirun SHAKEDOWN_MPIRUN_ARGS="--oversubscribe --bind-to none" \
+  sbatch --parsable "${size[@]}" "$src/launch/shakedown.sbatch" --virtual-nodes 2 \
+  --phases inventory) || fail "sbatch (mpirun)"
+wait_job "$jid3" 60
+log3=$TMP/submit/shakedown-$jid3.out
+read -r code signal <<<"$(job_exit "$jid3")"
+[[ "$code" == 0 ]] || { cat "$log3"; fail "mpirun job: ExitCode=$code:$signal, expected 0"; }
+expect_in "$log3" "launcher mpirun" "template used mpirun"
+# The job id is the allocation's; task ids under mpirun would be the batch step's: not recorded.
+expect_in "$TMP/results/$jid3/summary.txt" "^  3 +1 +1 .* job $jid3 node - task -\$" "mpirun ranks: job id, no task ids"
+t3=$(($(date +%s) - start - t1 - t2))
+
 # ---- stop: exactly the daemons we started --------------------------------------------------
 "$src/scripts/start-slurm.sh" --stop --dir "$slurm_dir" >"$TMP/stop.out" 2>&1 || fail "--stop"
 for p in $pids_before; do
   kill -0 "$p" 2>/dev/null && fail "daemon pid $p still alive after --stop"
 done
 expect_in "$TMP/stop.out" "stopped slurmd [0-9]+ slurmctld [0-9]+ munged [0-9]+" "--stop names what it stopped"
-pass "Slurm: smoke job $jid exit 0 (${t1} s incl. start), stall job $jid2 exit 3${srun_rc:+ (srun said $srun_rc)} (${t2} s)"
+pass "Slurm: smoke job $jid exit 0 (${t1} s incl. start), stall job $jid2 exit 3${srun_rc:+ (srun said $srun_rc)} (${t2} s), mpirun job $jid3 exit 0 (${t3} s)"

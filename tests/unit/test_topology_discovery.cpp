@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -112,6 +113,69 @@ TEST(TopologyDiscoveryXml, RankOnSavedTopology) {
     EXPECT_TRUE(contains(r.gpu_note, "hwloc sees 8 NVIDIA GPU(s)")) << r.gpu_note;
     EXPECT_EQ(r.gpu_index, -1);
   }
+}
+
+// Sets environment variables for one scope and restores what was there.
+class ScopedEnv {
+ public:
+  void set(const char* name, const char* value) {
+    if (!saved_.count(name)) {
+      const char* old = std::getenv(name);
+      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+    }
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+TEST(TopologyDiscoveryXml, SlurmTaskOfThisRank) {
+  const auto topo = HwlocTopology::from_xml_file(kDgx);
+  ScopedEnv env;
+  env.set("OMPI_MCA_orte_hnp_uri", nullptr);
+  env.set("SLURM_JOB_ID", "4711");
+  env.set("SLURM_NODEID", "1");
+  env.set("SLURM_LOCALID", "1");
+  env.set("SLURM_PROCID", "3");
+  env.set("SLURM_TOPOLOGY_ADDR", "spine.leaf2.gpu002");
+  env.set("SLURM_TOPOLOGY_ADDR_PATTERN", "switch.switch.node");
+  RankInfo r = discover_rank(topo, 3, 1, 1, 2);
+  EXPECT_EQ(r.slurm_job_id, "4711");
+  EXPECT_EQ(r.slurm_node_id, "1");
+  EXPECT_EQ(r.slurm_local_id, "1");
+  EXPECT_EQ(r.slurm_procid, "3");
+  EXPECT_EQ(r.leaf_switch, "leaf2");
+  EXPECT_EQ(r.block, "");  // only from topology.blocks, later (assign_network)
+
+  // mpirun inside the allocation: the task variables are the batch step's, not this rank's.
+  env.set("OMPI_MCA_orte_hnp_uri", "1851326464.0;tcp://10.0.0.1:39169");
+  env.set("SLURM_PROCID", "0");
+  env.set("SLURM_LOCALID", "0");
+  r = discover_rank(topo, 3, 1, 1, 2);
+  EXPECT_EQ(r.slurm_job_id, "4711");
+  EXPECT_EQ(r.slurm_topology_addr, "spine.leaf2.gpu002");
+  EXPECT_EQ(r.leaf_switch, "leaf2");
+  EXPECT_EQ(r.slurm_procid, "");
+  EXPECT_EQ(r.slurm_local_id, "");
+  EXPECT_EQ(r.slurm_node_id, "");
+  // Another launcher whose Slurm task is not this rank.
+  env.set("OMPI_MCA_orte_hnp_uri", nullptr);
+  r = discover_rank(topo, 3, 1, 1, 2);
+  EXPECT_EQ(r.slurm_procid, "");
 }
 
 TEST(TopologyDiscoveryXml, NodeOnSavedTopology) {

@@ -67,8 +67,8 @@ __global__ void verify_kernel(const void* buf, CollectiveKind kind, CollectiveCo
   for (std::uint64_t i = thread_index(); i < counts.recv; i += thread_stride()) {
     const double got = load_element(buf, T, i);
     const double want = expected_output(kind, params, counts, rank, i);
-    // `!(==)` so a NaN where a number belongs counts as wrong (as the host reference does).
-    if (!(got == want)) {
+    // The host reference's comparison: NaN never matches, and -0 is not +0.
+    if (!matches(got, want)) {
       if (wrong == 0) first = i;  // a thread visits its indices in increasing order
       ++wrong;
     }

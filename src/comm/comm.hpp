@@ -70,6 +70,9 @@ class Comm {
   virtual void barrier() = 0;
   // Best effort teardown after a timeout (ncclCommAbort); MPI has nothing finer than MPI_Abort.
   virtual void abort() = 0;
+  // A collective was started and not yet seen finished (the watchdog aborts these first: tearing
+  // down an idle communicator frees device memory, which waits behind a hung kernel).
+  virtual bool in_flight() const { return false; }
 
   // Pattern fill and check of this rank's buffers (host code for MPI, kernels for NCCL). The
   // input (counts.send elements) / output (counts.recv elements) start `offset` elements into

@@ -43,6 +43,12 @@ class DeviceBuffer : public Buffer {
   }
 };
 
+// A non-blocking communicator's calls may return ncclInProgress: that is success so far.
+void check_started(ncclResult_t rc, const char* expr, const char* file, int line) {
+  if (rc != ncclSuccess && rc != ncclInProgress) detail::throw_nccl_error(rc, expr, file, line);
+}
+#define SD_NCCL_START(expr) check_started((expr), #expr, __FILE__, __LINE__)
+
 // Closes an NCCL group on every path: an error between start and end must not leave later NCCL
 // calls of this thread queued in a group that never ends.
 class Group {
@@ -55,13 +61,29 @@ class Group {
   Group& operator=(const Group&) = delete;
   void end() {
     open_ = false;
-    SD_NCCL_CHECK(ncclGroupEnd());
+    SD_NCCL_START(ncclGroupEnd());
   }
 
  private:
   bool open_ = true;
 };
 
+// Polls a communicator that is not shared yet (init, split) until it leaves ncclInProgress.
+void wait_until_ready(ncclComm_t comm, const std::string& what) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    SD_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+    if (state == ncclSuccess) return;
+    if (state != ncclInProgress) {
+      const char* last = ncclGetLastError(comm);
+      (void)ncclCommAbort(comm);
+      throw RuntimeFault(what + " failed: " + ncclGetErrorString(state) +
+                         (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
+                         " (NCCL_DEBUG=INFO names the peer and transport)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
 bool is_fp8(DType t) {
   return t == DType::kFp8E4M3 || t == DType::kFp8E5M2;
 }
@@ -120,11 +142,13 @@ void bind_device(int device) {
   SD_CUDA_CHECK(cudaSetDevice(device));
 }
 
-ncclConfig_t blocking_config() {
+ncclConfig_t nonblocking_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  // Blocking: every NCCL call returns finished (or failed), never ncclInProgress. A hang inside
-  // init or split is the watchdog's to report, like any other collective step.
-  config.blocking = 1;
+  // Non-blocking: every call returns at once (maybe ncclInProgress, then polled), so no thread
+  // ever sits inside NCCL and the watchdog's thread can take the call lock and ncclCommAbort a
+  // communicator whose peer died (NCCL's advice for aborting from another thread). A hang
+  // while polling is the watchdog's to report, like any other step.
+  config.blocking = 0;
   return config;
 }
 
@@ -154,9 +178,11 @@ std::unique_ptr<NcclComm> NcclComm::create(MPI_Comm comm, int device) {
     if (rank == 0) SD_NCCL_CHECK(ncclGetUniqueId(&id));
   });
   SD_MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
-  ncclConfig_t config = blocking_config();
+  ncclConfig_t config = nonblocking_config();
   ncclComm_t raw = nullptr;
-  SD_NCCL_CHECK(ncclCommInitRankConfig(&raw, size, id, rank, &config));
+  SD_NCCL_START(ncclCommInitRankConfig(&raw, size, id, rank, &config));
+  wait_until_ready(raw, "ncclCommInitRankConfig (rank " + std::to_string(rank) + " of " +
+                            std::to_string(size) + ", GPU " + std::to_string(device) + ")");
   return std::unique_ptr<NcclComm>(new NcclComm(raw, device));
 }
 
@@ -198,14 +224,43 @@ NcclComm::NcclComm(ncclComm* comm, int device) : comm_(comm), device_(device) {
 }
 
 NcclComm::~NcclComm() {
+  std::lock_guard lock(call_mutex_);
   ncclComm* comm = comm_.exchange(nullptr);
   if (comm == nullptr) return;  // aborted
+  // Unwinding on this rank alone (wrong data, a failed peer): destroying or even aborting may
+  // wait for ranks that will never come (NCCL >= 2.16 aborts cooperatively within a node), and
+  // the error would then never reach the watchdog. Leave it: the job ends through MPI_Abort.
+  if (std::uncaught_exceptions() > 0) return;
   (void)cudaSetDevice(device_);
-  if (std::uncaught_exceptions() > 0) {
-    (void)ncclCommAbort(comm);
-  } else {
-    (void)ncclCommDestroy(comm);
+  if (ncclCommFinalize(comm) == ncclInProgress) {
+    ncclResult_t state = ncclInProgress;
+    while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
+  (void)ncclCommDestroy(comm);
+}
+
+void NcclComm::wait_ready(const char* what) const {
+  for (;;) {
+    {
+      std::lock_guard lock(call_mutex_);
+      ncclResult_t state = ncclSuccess;
+      SD_NCCL_CHECK(ncclCommGetAsyncError(live(), &state));
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) throw_async(state, what);
+    }
+    // Lock released: the watchdog may abort meanwhile; live() then says so.
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+void NcclComm::throw_async(int state, const char* what) const {
+  const auto rc = static_cast<ncclResult_t>(state);
+  const char* last = ncclGetLastError(comm_.load());
+  throw RuntimeFault(where() + ": " + what + " failed: " + ncclGetErrorString(rc) +
+                     (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
+                     " (NCCL_DEBUG=INFO names the peer and transport)");
 }
 
 ncclComm* NcclComm::live() const {
@@ -229,11 +284,16 @@ void* NcclComm::stream() const {
 
 std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
   bind();
-  ncclConfig_t config = blocking_config();
+  ncclConfig_t config = nonblocking_config();
   ncclComm_t child = nullptr;
-  SD_NCCL_CHECK(
-      ncclCommSplit(live(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config));
+  {
+    std::lock_guard lock(call_mutex_);
+    SD_NCCL_START(
+        ncclCommSplit(live(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config));
+  }
+  wait_ready("ncclCommSplit");           // the parent takes part in the split
   if (child == nullptr) return nullptr;  // NCCL_SPLIT_NOCOLOR: this rank is in no new group
+  wait_until_ready(child, where() + ": ncclCommSplit(color " + std::to_string(color) + ")");
   return std::unique_ptr<NcclComm>(new NcclComm(child, device_));
 }
 
@@ -263,6 +323,16 @@ std::string NcclComm::unsupported(CollectiveKind /*kind*/, DType dtype, ReduceOp
 
 void NcclComm::run(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit,
                    DType dtype, ReduceOp op, int root) {
+  in_flight_ = true;
+  {
+    std::lock_guard lock(call_mutex_);
+    enqueue(kind, send, recv, unit, dtype, op, root);
+  }
+  wait_ready(collective(kind).name.data());
+}
+
+void NcclComm::enqueue(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit,
+                       DType dtype, ReduceOp op, int root) {
   ncclComm* comm = live();
   const ncclDataType_t type = nccl_type(dtype);
   const cudaStream_t s = stream_.get();
@@ -279,16 +349,16 @@ void NcclComm::run(CollectiveKind kind, const void* send, void* recv, std::uint6
   }
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      SD_NCCL_CHECK(ncclAllReduce(send, recv, count, type, nccl_op(op), comm, s));
+      SD_NCCL_START(ncclAllReduce(send, recv, count, type, nccl_op(op), comm, s));
       return;
     case CollectiveKind::kAllGather:
-      SD_NCCL_CHECK(ncclAllGather(send, recv, count, type, comm, s));
+      SD_NCCL_START(ncclAllGather(send, recv, count, type, comm, s));
       return;
     case CollectiveKind::kReduceScatter:
-      SD_NCCL_CHECK(ncclReduceScatter(send, recv, count, type, nccl_op(op), comm, s));
+      SD_NCCL_START(ncclReduceScatter(send, recv, count, type, nccl_op(op), comm, s));
       return;
     case CollectiveKind::kBroadcast:
-      SD_NCCL_CHECK(ncclBroadcast(send, recv, count, type, root, comm, s));
+      SD_NCCL_START(ncclBroadcast(send, recv, count, type, root, comm, s));
       return;
     case CollectiveKind::kAllToAll: {
       // Grouped point-to-point, as nccl-tests does. ncclAlltoAll (2.28+) does the same inside
@@ -296,16 +366,16 @@ void NcclComm::run(CollectiveKind kind, const void* send, void* recv, std::uint6
       Group group;
       for (int peer = 0; peer < size_; ++peer) {
         const std::size_t offset = static_cast<std::size_t>(peer) * chunk;
-        SD_NCCL_CHECK(ncclSend(in + offset, count, type, peer, comm, s));
-        SD_NCCL_CHECK(ncclRecv(out + offset, count, type, peer, comm, s));
+        SD_NCCL_START(ncclSend(in + offset, count, type, peer, comm, s));
+        SD_NCCL_START(ncclRecv(out + offset, count, type, peer, comm, s));
       }
       group.end();
       return;
     }
     case CollectiveKind::kSendRecv: {
       Group group;
-      SD_NCCL_CHECK(ncclSend(send, count, type, (rank_ + 1) % size_, comm, s));
-      SD_NCCL_CHECK(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, comm, s));
+      SD_NCCL_START(ncclSend(send, count, type, (rank_ + 1) % size_, comm, s));
+      SD_NCCL_START(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, comm, s));
       group.end();
       return;
     }
@@ -314,14 +384,11 @@ void NcclComm::run(CollectiveKind kind, const void* send, void* recv, std::uint6
 }
 
 void NcclComm::check_async() const {
-  ncclComm* comm = live();
+  std::lock_guard lock(call_mutex_);
   ncclResult_t async = ncclSuccess;
-  SD_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+  SD_NCCL_CHECK(ncclCommGetAsyncError(live(), &async));
   if (async == ncclSuccess || async == ncclInProgress) return;
-  const char* last = ncclGetLastError(comm);
-  throw RuntimeFault(where() + ": an NCCL operation failed: " + ncclGetErrorString(async) +
-                     (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
-                     " (NCCL_DEBUG=INFO names the peer and transport)");
+  throw_async(async, "an NCCL operation");
 }
 
 void NcclComm::synchronize() {
@@ -342,17 +409,28 @@ void NcclComm::synchronize() {
     std::this_thread::yield();
   }
   check_async();
+  in_flight_ = false;
 }
 
 void NcclComm::barrier() {
-  SD_NCCL_CHECK(ncclAllReduce(barrier_word_->data(), barrier_word_->data(), 1, ncclInt32, ncclSum,
-                              live(), stream_.get()));
+  in_flight_ = true;
+  {
+    std::lock_guard lock(call_mutex_);
+    SD_NCCL_START(ncclAllReduce(barrier_word_->data(), barrier_word_->data(), 1, ncclInt32, ncclSum,
+                                live(), stream_.get()));
+  }
+  wait_ready("barrier");
   synchronize();
 }
 
 void NcclComm::abort() {
+  // The lock: no other thread is between loading the communicator and a call on it. Every call
+  // is non-blocking, so the lock comes free at once even when a collective hangs on the GPU.
+  std::lock_guard lock(call_mutex_);
   ncclComm* comm = comm_.exchange(nullptr);
-  if (comm != nullptr) (void)ncclCommAbort(comm);
+  if (comm == nullptr) return;
+  (void)cudaSetDevice(device_);  // this may be the watchdog's thread: not device 0's context
+  (void)ncclCommAbort(comm);
 }
 
 void NcclComm::fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "comm/comm.hpp"
@@ -66,7 +67,10 @@ class NcclComm : public Comm {
   // the wait with an error instead of a hang.
   void synchronize() override;
   void barrier() override;
+  // Thread-safe: the watchdog's thread calls it while the main thread may be in a collective.
   void abort() override;
+  // A collective or barrier was enqueued and synchronize() has not seen it finish.
+  bool in_flight() const override { return in_flight_.load(); }
 
   void fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
             const CollectiveCounts& counts, const PatternSpec& spec) override;
@@ -83,7 +87,14 @@ class NcclComm : public Comm {
   // Takes ownership of `comm`: destroyed with this object, or aborted instead when this object
   // dies during exception unwinding (ncclCommDestroy would wait for peers that may be gone).
   NcclComm(ncclComm* comm, int device);
-  ncclComm* live() const;     // the communicator; throws once abort() ran
+  ncclComm* live() const;  // the communicator; throws once abort() ran (call_mutex_ held)
+  // Polls ncclCommGetAsyncError until the last call left ncclInProgress; the lock is taken per
+  // poll only, so abort() can come in between. Throws when it failed or was aborted.
+  void wait_ready(const char* what) const;
+  [[noreturn]] void throw_async(int state, const char* what) const;
+  // The NCCL calls of one collective (call_mutex_ held).
+  void enqueue(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit, DType dtype,
+               ReduceOp op, int root);
   void bind() const;          // makes device_ current for this thread (kernels launch there)
   void check_async() const;   // throws when an operation in flight failed (peer, network)
   std::string where() const;  // "NCCL rank r/n on GPU d", for messages
@@ -92,6 +103,9 @@ class NcclComm : public Comm {
   // Atomic so abort() from another thread (a watchdog) and the destructor agree on who tears the
   // communicator down. The destructor ends it before stream_ (a member) is destroyed.
   std::atomic<ncclComm*> comm_{nullptr};
+  // Held around every (non-blocking, so brief) NCCL call and by abort().
+  mutable std::mutex call_mutex_;
+  std::atomic<bool> in_flight_{false};
   int device_ = 0;
   int rank_ = 0;
   int size_ = 1;

@@ -117,7 +117,10 @@ class Sweep {
     write_header(sizes.size());
     std::uint64_t wrong_total = 0;
     for (std::uint64_t bytes : sizes) {
-      const CollectiveCounts counts = info_.counts(bytes, dtype_size(dtype_), scope_.nranks);
+      // This rank's own communicator size: with uneven nodes an intra-node scope differs from
+      // rank 0's view (scope_.nranks, what the report shows).
+      const int nranks = scope_.comm != nullptr ? scope_.comm->size() : scope_.nranks;
+      const CollectiveCounts counts = info_.counts(bytes, dtype_size(dtype_), nranks);
       const std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
                                 std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
                                 format_size(bytes);
@@ -205,7 +208,7 @@ class Sweep {
     const std::uint64_t out_offset =
         in_place_ ? comm.in_place_recv_offset(info_.kind, counts.unit) : 0;
     void* recv = in_place_ ? static_cast<void*>(base + out_offset * elem) : outbuf->data();
-    PatternSpec spec{cfg.seed, dtype_, op_, scope_.nranks, 0};
+    PatternSpec spec{cfg.seed, dtype_, op_, comm.size(), 0};
     const auto corrupt = env_.faults.find("corrupt", env_.ctx.rank(), "collectives");
 
     // In place, the input sits inside the one buffer (e.g. all_gather: at rank * unit).
@@ -383,13 +386,27 @@ std::string choose_backend(const PhaseEnv& env, const GpuChoice& gpu) {
   const std::string& wanted = env.config.collectives.backend;
   if (wanted == "mpi") return "mpi";
   const bool all_have = every_rank_has_gpu(env.ctx, gpu);
-  if (wanted == "auto") return all_have ? "nccl" : "mpi";
+  int none_shared = gpu.shared.empty() ? 1 : 0;
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &none_shared, 1, MPI_INT, MPI_MIN, env.ctx.world()));
+  if (wanted == "auto") {
+    if (all_have && !none_shared && env.ctx.is_root()) {
+      std::fprintf(stderr,
+                   "shakedown: collectives: backend auto uses MPI, not NCCL: some host runs more "
+                   "ranks than it has GPUs (NCCL needs one GPU per rank)\n");
+    }
+    return all_have && none_shared ? "nccl" : "mpi";
+  }
   agreed(env.ctx.world(), [&] {
     if (gpu.device < 0) {
       throw UsageError(
           "collectives.backend: nccl needs a GPU on every rank, and this rank has "
           "none (" +
           gpu.why_not + "); use backend mpi or auto");
+    }
+    if (!gpu.shared.empty()) {
+      throw UsageError("collectives.backend: nccl needs one GPU per rank, and " + gpu.shared +
+                       " (NCCL refuses a GPU twice in one communicator); start one rank per GPU "
+                       "or use backend mpi or auto");
     }
   });
   return "nccl";
@@ -475,8 +492,13 @@ void run_collectives(PhaseEnv& env) {
   Watchdog::AbortRegistration abort_nccl;
   if (backend == "nccl") {
     abort_nccl = env.watchdog.on_abort([&b] {
-      for (Comm* c : {b.rail.get(), b.node.get(), b.world.get()}) {
-        if (c != nullptr) c->abort();
+      // The communicator with a collective in flight first: aborting an idle one frees device
+      // memory, which waits behind the hung kernel.
+      const std::vector<Comm*> comms = {b.rail.get(), b.node.get(), b.world.get()};
+      for (bool busy : {true, false}) {
+        for (Comm* c : comms) {
+          if (c != nullptr && c->in_flight() == busy) c->abort();
+        }
       }
     });
   }

@@ -13,12 +13,18 @@ namespace shakedown {
 GpuChoice choose_gpu(const Context& ctx) {
 #if SHAKEDOWN_HAVE_CUDA
   CudaDevices devices = cuda_devices();
-  if (devices.gpus.empty()) return {-1, devices.note};
-  const int index = ctx.host_local_rank() % static_cast<int>(devices.gpus.size());
-  return {devices.gpus[static_cast<std::size_t>(index)].index, ""};
+  if (devices.gpus.empty()) return {-1, devices.note, ""};
+  const int gpus = static_cast<int>(devices.gpus.size());
+  const int index = ctx.host_local_rank() % gpus;
+  std::string shared;
+  if (ctx.host_local_size() > gpus) {
+    shared = std::to_string(ctx.host_local_size()) + " ranks share " + std::to_string(gpus) +
+             " GPU(s) on this host";
+  }
+  return {devices.gpus[static_cast<std::size_t>(index)].index, "", shared};
 #else
   (void)ctx;
-  return {-1, "this shakedown was built without CUDA"};
+  return {-1, "this shakedown was built without CUDA", ""};
 #endif
 }
 

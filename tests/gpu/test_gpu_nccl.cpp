@@ -128,6 +128,8 @@ std::vector<unsigned char> to_host(const Buffer& b, std::uint64_t offset_bytes,
                                    std::uint64_t bytes) {
   std::vector<unsigned char> host(bytes);
   if (bytes != 0) {
+    // The communicator's stream does not order with the legacy stream cudaMemcpy uses.
+    SD_CUDA_CHECK(cudaDeviceSynchronize());
     SD_CUDA_CHECK(cudaMemcpy(host.data(), static_cast<const char*>(b.data()) + offset_bytes, bytes,
                              cudaMemcpyDeviceToHost));
   }
@@ -190,7 +192,9 @@ class NcclSingleGpu : public ::testing::Test {
       input = comm().allocate(counts.send * elem);
       output = comm().allocate(counts.recv * elem);
     }
+    // Synchronous against the communicator's (non-blocking) stream: the fill must come after.
     SD_CUDA_CHECK(cudaMemset(output->data(), 0xA5, output->bytes()));
+    SD_CUDA_CHECK(cudaDeviceSynchronize());
     Buffer& in_buf = in_place ? *output : *input;
     comm().fill(in_buf, send_offset, info.kind, counts, spec);
     comm().run(info.kind, at(in_buf, send_offset, elem), at(*output, recv_offset, elem),
@@ -300,6 +304,7 @@ TEST_F(NcclSingleGpu, DeviceVerifyAgreesWithHostReference) {
       std::vector<unsigned char> noise(bytes);
       for (auto& b : noise) b = static_cast<unsigned char>(rng());
       SD_CUDA_CHECK(cudaMemcpy(output->data(), noise.data(), bytes, cudaMemcpyHostToDevice));
+      SD_CUDA_CHECK(cudaDeviceSynchronize());  // pageable copies may return before they land
       const VerifyResult device_noise = comm().verify(*output, 0, kind, counts, spec);
       EXPECT_GT(device_noise.wrong, 0u);
       expect_same_result(device_noise, verify_output(noise.data(), kind, counts, spec, 0));
@@ -314,6 +319,7 @@ TEST_F(NcclSingleGpu, DeviceVerifyAgreesWithHostReference) {
         unsigned char junk[4];
         for (auto& b : junk) b = static_cast<unsigned char>(rng());
         SD_CUDA_CHECK(cudaMemcpy(at(*output, index, elem), junk, elem, cudaMemcpyHostToDevice));
+        SD_CUDA_CHECK(cudaDeviceSynchronize());
       }
       const VerifyResult device_hit = comm().verify(*output, 0, kind, counts, spec);
       const auto host = to_host(*output, 0, bytes);

@@ -300,7 +300,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=1
 MinJobAge=300
-$node_line$gres_line State=UNKNOWN
+$node_line NodeAddr=127.0.0.1$gres_line State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
 cat >"$dir/etc/topology.conf" <<EOF

@@ -11,6 +11,7 @@ printf '# two pretend hosts\n127.0.0.2 slots=2\n127.0.0.3 slots=2  # second\n' >
 # segfaulted in MPI_Comm_split_type there); no hwloc rtc (orted crashed in its shmem under load);
 # direct routing between the two daemons (once, under load, mpirun failed with exit 213 in its
 # routed component and suggested routed=direct).
+# shellcheck disable=SC2054  # "self,tcp" is one value
 pretend=(--shakedown "$SHAKEDOWN" --oversubscribe
   --mca plm_rsh_agent "$SHAKEDOWN_SOURCE_DIR/scripts/local-rsh.sh" --mca btl self,tcp
   --mca btl_tcp_if_include lo --mca rtc ^hwloc --mca routed direct)

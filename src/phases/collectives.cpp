@@ -143,15 +143,7 @@ class Sweep {
 
  private:
   void step(const std::string& label) {
-    const int n = ++*step_counter_;
-    if (auto stall = env_.faults.find("stall", env_.ctx.rank(), "collectives");
-        stall && stall->step == n) {
-      std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before '%s'\n",
-                   env_.ctx.describe_rank(env_.ctx.rank()).c_str(), stall->seconds, label.c_str());
-      std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
-    }
-    env_.watchdog.step(label);
-    progress_->update(n - 1, label.substr(label.find(' ') + 1));
+    begin_measured_step(env_, "collectives", ++*step_counter_, label, *progress_);
   }
 
   void write_header(std::size_t nsizes) {
@@ -380,36 +372,12 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   return wrong_total;
 }
 
-// auto: NCCL when every rank has a GPU (and the build has NCCL), else MPI. nccl: every rank must
-// have one, else exit 2 naming the first rank without. Every rank reaches the same answer.
+// auto: NCCL when every rank has a GPU of its own (and the build has NCCL), else MPI.
 std::string choose_backend(const PhaseEnv& env, const GpuChoice& gpu) {
-  const std::string& wanted = env.config.collectives.backend;
-  if (wanted == "mpi") return "mpi";
-  const bool all_have = every_rank_has_gpu(env.ctx, gpu);
-  int none_shared = gpu.shared.empty() ? 1 : 0;
-  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &none_shared, 1, MPI_INT, MPI_MIN, env.ctx.world()));
-  if (wanted == "auto") {
-    if (all_have && !none_shared && env.ctx.is_root()) {
-      std::fprintf(stderr,
-                   "shakedown: collectives: backend auto uses MPI, not NCCL: some host runs more "
-                   "ranks than it has GPUs (NCCL needs one GPU per rank)\n");
-    }
-    return all_have && none_shared ? "nccl" : "mpi";
-  }
-  agreed(env.ctx.world(), [&] {
-    if (gpu.device < 0) {
-      throw UsageError(
-          "collectives.backend: nccl needs a GPU on every rank, and this rank has "
-          "none (" +
-          gpu.why_not + "); use backend mpi or auto");
-    }
-    if (!gpu.shared.empty()) {
-      throw UsageError("collectives.backend: nccl needs one GPU per rank, and " + gpu.shared +
-                       " (NCCL refuses a GPU twice in one communicator); start one rank per GPU "
-                       "or use backend mpi or auto");
-    }
-  });
-  return "nccl";
+  return choose_gpu_path(env.ctx, gpu, "collectives.backend", env.config.collectives.backend,
+                         "nccl", "mpi", /*exclusive=*/true)
+             ? "nccl"
+             : "mpi";
 }
 
 Backends make_backends(const Context& ctx, const std::string& backend, const GpuChoice& gpu) {

@@ -104,20 +104,12 @@ int default_threads(const Context& ctx) {
   return std::max(1, allowed);
 }
 
-// auto: cuBLASLt when every rank has a GPU, else the CPU engine; cublaslt forced without a GPU
-// on some rank is a usage error naming it. Every rank reaches the same answer.
+// auto: cuBLASLt when every rank has a GPU (ranks may share one), else the CPU engine.
 std::string choose_engine(const PhaseEnv& env, const GpuChoice& gpu) {
-  const std::string& wanted = env.config.gemm.engine;
-  if (wanted == "cpu") return "cpu";
-  const bool all_have = every_rank_has_gpu(env.ctx, gpu);
-  if (wanted == "auto") return all_have ? "cublaslt" : "cpu";
-  agreed(env.ctx.world(), [&] {
-    if (gpu.device < 0) {
-      throw UsageError("gemm.engine: cublaslt needs a GPU on every rank, and this rank has none (" +
-                       gpu.why_not + "); use engine cpu or auto");
-    }
-  });
-  return "cublaslt";
+  return choose_gpu_path(env.ctx, gpu, "gemm.engine", env.config.gemm.engine, "cublaslt", "cpu",
+                         /*exclusive=*/false)
+             ? "cublaslt"
+             : "cpu";
 }
 
 // What one rank measured for one shape.
@@ -140,7 +132,7 @@ class ShapeSweep {
     const GemmConfig& cfg = env_.config.gemm;
     const Context& ctx = env_.ctx;
     const std::string label = "gemm " + run.name;
-    step(label, step_number);
+    begin_measured_step(env_, "gemm", step_number, label, progress_);
 
     const GemmOptions options{parse_gemm_out(cfg.out_dtype), cfg.fast_accum};
     RankResult mine;
@@ -176,17 +168,6 @@ class ShapeSweep {
   }
 
  private:
-  void step(const std::string& label, int n) {
-    if (auto stall = env_.faults.find("stall", env_.ctx.rank(), "gemm");
-        stall && stall->step == n) {
-      std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before '%s'\n",
-                   env_.ctx.describe_rank(env_.ctx.rank()).c_str(), stall->seconds, label.c_str());
-      std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
-    }
-    env_.watchdog.step(label);
-    progress_.update(n - 1, label.substr(5));
-  }
-
   void measure(GemmProblem& problem, const ShapeRun& run, int step_number, const fp8::Fp8Tensor& a,
                const fp8::Fp8Tensor& b, RankResult& out) {
     const GemmConfig& cfg = env_.config.gemm;

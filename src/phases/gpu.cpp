@@ -5,6 +5,10 @@
 
 #include "core/cuda_check.hpp"
 #endif
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/mpi.hpp"
 #include "topology/discovery.hpp"
 
@@ -32,6 +36,36 @@ bool every_rank_has_gpu(const Context& ctx, const GpuChoice& gpu) {
   int all_have = gpu.device >= 0 ? 1 : 0;
   SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, ctx.world()));
   return all_have != 0;
+}
+
+bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
+                     const std::string& setting, const std::string& gpu_value,
+                     const std::string& cpu_value, bool exclusive) {
+  if (setting != "auto" && setting != gpu_value) return false;
+  const bool all_have = every_rank_has_gpu(ctx, gpu);
+  int none_shared = !exclusive || gpu.shared.empty() ? 1 : 0;
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &none_shared, 1, MPI_INT, MPI_MIN, ctx.world()));
+  if (setting == "auto") {
+    if (all_have && !none_shared && ctx.is_root()) {
+      std::fprintf(stderr,
+                   "shakedown: %s: auto uses %s, not %s: some host runs more ranks than it has "
+                   "GPUs (%s needs one GPU per rank)\n",
+                   key.c_str(), cpu_value.c_str(), gpu_value.c_str(), gpu_value.c_str());
+    }
+    return all_have && none_shared;
+  }
+  agreed(ctx.world(), [&] {
+    if (gpu.device < 0) {
+      throw UsageError(key + ": " + gpu_value +
+                       " needs a GPU on every rank, and this rank has none (" + gpu.why_not +
+                       "); use " + cpu_value + " or auto");
+    }
+    if (exclusive && !gpu.shared.empty()) {
+      throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and " + gpu.shared +
+                       "; start one rank per GPU or use " + cpu_value + " or auto");
+    }
+  });
+  return true;
 }
 
 void use_gpu(int device) {

@@ -21,6 +21,14 @@ GpuChoice choose_gpu(const Context& ctx);
 // 1 on every rank when every rank has a GPU, else 0 (collective over the world).
 bool every_rank_has_gpu(const Context& ctx, const GpuChoice& gpu);
 
+// A phase's choice between its GPU path and its CPU path, the same on every rank (collective).
+// `setting` is the config value of `key`: "auto" takes the GPU path when every rank has a GPU
+// (and, when `exclusive`, no GPU serves two ranks: NCCL); `gpu_value` forces it, and a rank that
+// cannot follow is a usage error naming the key; anything else is the CPU path.
+bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
+                     const std::string& setting, const std::string& gpu_value,
+                     const std::string& cpu_value, bool exclusive);
+
 // Makes `device` the calling thread's current CUDA device (no-op without CUDA).
 void use_gpu(int device);
 

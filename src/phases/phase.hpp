@@ -9,6 +9,7 @@
 #include "record/recorder.hpp"
 #include "runtime/context.hpp"
 #include "runtime/inject.hpp"
+#include "runtime/progress.hpp"
 #include "runtime/watchdog.hpp"
 
 namespace shakedown {
@@ -27,6 +28,11 @@ struct PhaseEntry {
   std::string name;  // one of pipeline_phases()
   std::function<void(PhaseEnv&)> run;
 };
+
+// The phase's n-th measured step (1, 2, ...) begins: plants an injected stall meant for it (the
+// --inject stall:...,step=N self-test), then tells the watchdog and the progress line.
+void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
+                         Progress& progress);
 
 // The phases this build implements, in pipeline order.
 const std::vector<PhaseEntry>& phase_table();

@@ -55,6 +55,8 @@ expect_in "$TMP/summary" "4 on 2 nodes$" "two nodes, from the two pretend hosts"
 for r in 0 1 2 3; do
   expect_in "$TMP/summary" "^  $r +$((r / 2)) +$((r % 2)) +" "rank $r on pretend host $((r / 2))"
 done
+expect_in "$TMP/summary" "rank +node +local +host .* switch +block" "topology table shows switch and block"
+expect_in "$TMP/summary" "^  0 .* leaf7 +nvl0$" "rank 0's switch and block in the table"
 expect_in "$TMP/summary" "\[PASS\] placement.blocks: 1 node in 1 block \(nvl0: 1 node\)" "block check"
 expect_in "$TMP/summary" "\[PASS\] placement.leaf_switches: 1 node on 1 leaf switch \(leaf7: 1 node, from .*blocks.conf\)" "leaf switch from the file"
 h5dump -d /topology/ranks "$out" >"$TMP/ranks.txt" 2>&1 || fail "h5dump /topology/ranks"

@@ -56,7 +56,16 @@ std::string micro(double us) {
 }  // namespace
 
 std::string format_topology_table(const std::vector<RankInfo>& ranks) {
-  Table t({"rank", "node", "local", "host", "cpus", "numa", "gpu", "nic", "slurm"});
+  // Leaf switch and NVLink block only when the run knew them (Slurm topology, topology.blocks).
+  const bool switches = std::any_of(ranks.begin(), ranks.end(),
+                                    [](const RankInfo& r) { return !r.leaf_switch.empty(); });
+  const bool blocks =
+      std::any_of(ranks.begin(), ranks.end(), [](const RankInfo& r) { return !r.block.empty(); });
+  std::vector<std::string> header = {"rank", "node", "local", "host", "cpus",
+                                     "numa", "gpu",  "nic",   "slurm"};
+  if (switches) header.push_back("switch");
+  if (blocks) header.push_back("block");
+  Table t(header);
   for (const auto& r : ranks) {
     std::string gpu = "-";
     if (r.gpu_index >= 0) {
@@ -68,8 +77,18 @@ std::string format_topology_table(const std::vector<RankInfo>& ranks) {
                             ? "-"
                             : "job " + r.slurm_job_id + " node " + or_dash(r.slurm_node_id) +
                                   " task " + or_dash(r.slurm_procid);
-    t.add({std::to_string(r.rank), std::to_string(r.node_index), std::to_string(r.local_rank),
-           r.hostname, or_dash(r.cpus), or_dash(r.numa), gpu, or_dash(r.nic), slurm});
+    std::vector<std::string> row = {std::to_string(r.rank),
+                                    std::to_string(r.node_index),
+                                    std::to_string(r.local_rank),
+                                    r.hostname,
+                                    or_dash(r.cpus),
+                                    or_dash(r.numa),
+                                    gpu,
+                                    or_dash(r.nic),
+                                    slurm};
+    if (switches) row.push_back(or_dash(r.leaf_switch));
+    if (blocks) row.push_back(or_dash(r.block));
+    t.add(std::move(row));
   }
   std::string out = t.str();
   // Why there is no GPU is the same for every rank of a host in practice; say it once.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Print what a shakedown run file holds: root attributes, ranks, placement checks, clock offsets.
+"""Print what a shakedown run file holds: root attributes, ranks, placement checks, clock offsets,
+the gemm phase per rank, and every dataset.
 
 Usage:
     scripts/analyze.py RUN.h5            (a finished run, or RUN.h5.partial of a running/dead one)
@@ -13,7 +14,10 @@ The file is plain HDF5 (schema in src/record/schema.hpp); load the tables yourse
         ranks = ranks.apply(lambda c: c.str.decode("utf-8") if c.dtype == object else c)
         gpus = pd.DataFrame(f["/inventory/gpus"][()])          # node_index + GPU fields
         offsets = f["/clock/offset_us"][()]                    # numpy array [world]
-        t = f["/collectives/world/all_reduce/time_us"][()]     # [sizes, iters, world]
+        t = f["/collectives/world/all_reduce/float32_sum/out_of_place/time_us"][()]
+                                                               # [sizes, iters, world]
+        g = f["/gemm/256x768x256"]                             # one GEMM shape
+        tflops = pd.DataFrame(g["tflops"][()])                 # [iters, world]: a column per rank
 
 Needs h5py and pandas. If the file system lacks flock: HDF5_USE_FILE_LOCKING=FALSE.
 """
@@ -107,6 +111,26 @@ def main(argv):
             print(clock.to_string())
         else:
             print("not written")
+
+        if "/gemm" in f:
+            section("gemm (/gemm): per rank, median TFLOP/s over iterations")
+            shapes = sorted((g.attrs.get("order", 0), name) for name, g in f["/gemm"].items()
+                            if isinstance(g, h5py.Group))
+            for _, name in shapes:
+                g = f["/gemm"][name]
+                if "tflops" not in g:
+                    print(f"{name}: skipped: {text(g.attrs.get('skip_reason', ''))}")
+                    continue
+                per_rank = pd.DataFrame({
+                    "tflops": np.median(g["tflops"][()], axis=0),
+                    "max_rel_err": g["max_rel_err"][()],
+                    "err_bound_ratio": g["err_bound_ratio"][()],
+                    "output_hash": [f"{h:016x}" for h in g["output_hash"][()]],
+                })
+                per_rank.index.name = "rank"
+                print(f"{name} ({text(g.attrs['a_format'])} x {text(g.attrs['b_format'])} -> "
+                      f"{text(g.attrs['out_dtype'])}, engine {text(g.attrs['engine'])})")
+                print(per_rank.to_string())
 
         section("datasets")
         f.visititems(lambda name, obj: print(f"/{name} {obj.shape} {obj.dtype}")

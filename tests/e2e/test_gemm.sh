@@ -34,6 +34,13 @@ expect_rc 0 $? "summary of the gemm run"
 diff <(sed -n '/^gemm$/,$p' "$TMP/stdout") <(sed -n '/^gemm$/,$p' "$TMP/summary") >"$TMP/diff" ||
   { cat "$TMP/diff"; fail "summary differs from what the run printed"; }
 
+# scripts/analyze.py (h5py + pandas) reads the gemm groups in run order.
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/scripts/analyze.py" "$TMP/g.h5" >"$TMP/analyze" 2>&1 ||
+  { cat "$TMP/analyze"; fail "analyze.py on the gemm run"; }
+expect_in "$TMP/analyze" "^64x48x40 \(e4m3 x e4m3 -> bf16, engine cpu\)" "analyze.py gemm section"
+grep -m 1 -E '^(64x48x40|32x16x100) ' "$TMP/analyze" >"$TMP/first"
+grep -q '^64x48x40 ' "$TMP/first" || fail "analyze.py should list the shapes in run order"
+
 "$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --inject sdc:rank=2,phase=gemm,step=2 \
   --out "$TMP/s.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 3 $? "planted bit flip"

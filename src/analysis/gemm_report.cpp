@@ -76,6 +76,7 @@ struct ShapeData {
   std::vector<std::int64_t> worst, rows, group;
   std::vector<std::uint64_t> hash;
   std::vector<std::string> group_name;
+  std::string unchecked;  // ranks whose output could not be checked, and why
 };
 
 ShapeData read_shape(const RunFile& f, const std::string& name) {
@@ -111,6 +112,7 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   s.rows = f.read_int64(path + "/" + schema::kGemmRowsChecked);
   s.group = f.read_int64(path + "/" + schema::kGemmHashGroup);
   s.hash = f.read_uint64(path + "/" + schema::kGemmOutputHash);
+  if (f.has_attr(path, "unchecked")) s.unchecked = f.attr_string(path, "unchecked");
   const auto groups = f.attr_int64(path, "hash_groups");
   for (std::int64_t g = 0; g < groups; ++g) {
     s.group_name.push_back(f.attr_string(path, "hash_group_" + std::to_string(g)));
@@ -130,19 +132,22 @@ std::vector<ShapeData> read_shapes(const RunFile& f) {
   return shapes;
 }
 
-// Ranks of one hash group whose hash is not the group's strict majority. With no strict majority
-// (two ranks that differ, or many different hashes) every rank off the most common hash is
-// named, and `no_majority` says the blame is uncertain.
-std::vector<int> hash_suspects(const ShapeData& s, std::int64_t g, bool* no_majority,
-                               int* group_size) {
-  std::map<std::uint64_t, int> count;
+// One hash group (ranks running the same code on the same kind of device) of one shape.
+struct GroupVerdict {
   std::vector<int> members;
+  std::vector<int> suspects;  // ranks off a strict majority's hash
+  bool undetermined = false;  // hashes differ and no strict majority says which are wrong
+};
+
+GroupVerdict judge_group(const ShapeData& s, std::int64_t g) {
+  GroupVerdict v;
+  std::map<std::uint64_t, int> count;
   for (std::size_t r = 0; r < s.group.size(); ++r) {
     if (s.group[r] != g) continue;
-    members.push_back(static_cast<int>(r));
+    v.members.push_back(static_cast<int>(r));
     ++count[s.hash[r]];
   }
-  *group_size = static_cast<int>(members.size());
+  if (count.size() <= 1) return v;
   std::uint64_t best = 0;
   int best_count = 0;
   for (const auto& [h, c] : count) {
@@ -151,13 +156,14 @@ std::vector<int> hash_suspects(const ShapeData& s, std::int64_t g, bool* no_majo
       best_count = c;
     }
   }
-  *no_majority = count.size() > 1 && 2 * best_count <= static_cast<int>(members.size());
-  std::vector<int> out;
-  for (int r : members) {
-    if (s.hash[static_cast<std::size_t>(r)] != best || *no_majority) out.push_back(r);
+  if (2 * best_count <= static_cast<int>(v.members.size())) {
+    v.undetermined = true;  // e.g. two ranks that differ: either may be the wrong one
+    return v;
   }
-  if (count.size() <= 1) out.clear();
-  return out;
+  for (int r : v.members) {
+    if (s.hash[static_cast<std::size_t>(r)] != best) v.suspects.push_back(r);
+  }
+  return v;
 }
 
 }  // namespace
@@ -170,29 +176,42 @@ GemmFindings gemm_findings(const RunFile& file) {
   const ChecksConfig limits = thresholds(file);
   const std::vector<ShapeData> shapes = read_shapes(file);
 
-  std::vector<int> hash_bad, bound_bad, slow, skipped;
-  std::vector<std::string> hash_lines, bound_lines, slow_lines, skip_lines;
+  std::vector<int> hash_bad, bound_bad, slow, lonely, unchecked_ranks;
+  std::vector<std::string> hash_lines, bound_lines, slow_lines, skip_lines, note_lines;
+  int undetermined = 0, measured = 0;
   for (const ShapeData& s : shapes) {
     if (!s.measured) {
       skip_lines.push_back("gemm " + s.name + ": skipped: " + s.skip_reason);
       continue;
     }
+    ++measured;
     for (std::int64_t g = 0; g < static_cast<std::int64_t>(s.group_name.size()); ++g) {
-      bool no_majority = false;
-      int size = 0;
-      for (int r : hash_suspects(s, g, &no_majority, &size)) {
+      const GroupVerdict v = judge_group(s, g);
+      const std::string& code = s.group_name[static_cast<std::size_t>(g)];
+      if (v.members.size() == 1) lonely.push_back(v.members.front());
+      for (int r : v.suspects) {
         hash_bad.push_back(r);
-        hash_lines.push_back(rank_name(ranks, r) + ": gemm " + s.name + " output hash " +
-                             (no_majority
-                                  ? "differs and no majority agrees (" + std::to_string(size) +
-                                        " ranks; any of them may be wrong)"
-                                  : "differs from the majority of the " + std::to_string(size) +
-                                        " ranks running the same code") +
-                             ": silent data corruption suspected [" +
-                             s.group_name[static_cast<std::size_t>(g)] + "]");
+        hash_lines.push_back(
+            rank_name(ranks, r) + ": gemm " + s.name +
+            " output hash differs from the majority of the " + std::to_string(v.members.size()) +
+            " ranks running the same code: silent data corruption suspected [" + code + "]");
+      }
+      if (v.undetermined) {
+        ++undetermined;
+        std::vector<std::string> names;
+        for (int r : v.members) names.push_back(rank_name(ranks, r));
+        hash_lines.push_back("gemm " + s.name + ": the output hashes of " + join(names, ", ") +
+                             " differ and no majority says which is wrong: silent data "
+                             "corruption on at least one of them; run again with more ranks of "
+                             "this kind to find it [" +
+                             code + "]");
       }
     }
     for (std::size_t r = 0; r < s.ratio.size(); ++r) {
+      if (s.rows[r] == 0) {  // the check could not run (memory): say so, do not blame
+        unchecked_ranks.push_back(static_cast<int>(r));
+        continue;
+      }
       if (s.ratio[r] <= 1.0) continue;  // NaN and inf fail too
       bound_bad.push_back(static_cast<int>(r));
       bound_lines.push_back(rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name +
@@ -200,13 +219,14 @@ GemmFindings gemm_findings(const RunFile& file) {
                             " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
                             general(s.expected[r], 9) + ", got " + general(s.got[r], 9));
     }
+    if (!s.unchecked.empty()) note_lines.push_back("gemm " + s.name + ": " + s.unchecked);
     for (const Straggler& st :
          find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
       slow.push_back(st.rank);
-      slow_lines.push_back(rank_name(ranks, st.rank) + ": gemm " + s.name + " " +
-                           tflops_text(s.rank_tflops[static_cast<std::size_t>(st.rank)]) +
-                           " TFLOP/s, " + fixed(100 * st.slowdown, 0) +
-                           "% slower than the median rank (robust z " +
+      slow_lines.push_back(rank_name(ranks, st.rank) + ": gemm " + s.name + " took " +
+                           general(st.value, 4) + " us (its median iteration), " +
+                           fixed(100 * st.slowdown, 0) + "% longer than the median rank's " +
+                           general(st.median, 4) + " us (robust z " +
                            (std::isinf(st.z) ? std::string("inf") : fixed(st.z, 1)) + ")");
     }
   }
@@ -223,18 +243,44 @@ GemmFindings gemm_findings(const RunFile& file) {
   hash_bad = unique_ranks(hash_bad);
   bound_bad = unique_ranks(bound_bad);
   slow = unique_ranks(slow);
+  lonely = unique_ranks(lonely);
+  unchecked_ranks = unique_ranks(unchecked_ranks);
   std::vector<int> corrupt = hash_bad;
   corrupt.insert(corrupt.end(), bound_bad.begin(), bound_bad.end());
   out.corrupt_ranks = static_cast<int>(unique_ranks(corrupt).size());
+  out.corrupt = out.corrupt_ranks > 0 || undetermined > 0;
 
-  out.checks.push_back(
-      {"gemm.output_hash", hash_bad.empty() ? CheckStatus::kPass : CheckStatus::kFail,
-       hash_bad.empty() ? "every rank's output hash agrees with its peers'"
-                        : list(hash_bad) + " produced different bits from the same inputs"});
-  out.checks.push_back(
-      {"gemm.numerics", bound_bad.empty() ? CheckStatus::kPass : CheckStatus::kFail,
-       bound_bad.empty() ? "every checked output element within the stated error bound"
-                         : list(bound_bad) + " outside the error bound"});
+  CheckResult hash{"gemm.output_hash", CheckStatus::kPass,
+                   "every rank's output hash agrees with its peers'"};
+  if (measured == 0) {
+    hash = {"gemm.output_hash", CheckStatus::kSkip, "no GEMM shape was measured"};
+  } else if (!hash_bad.empty() || undetermined > 0) {
+    std::string why;
+    if (!hash_bad.empty()) why = list(hash_bad) + " produced different bits from the same inputs";
+    if (undetermined > 0) {
+      why += std::string(why.empty() ? "" : "; ") +
+             "ranks disagree with no majority to say which one is wrong (" +
+             std::to_string(undetermined) + " shape(s); see the gemm findings)";
+    }
+    hash = {"gemm.output_hash", CheckStatus::kFail, why};
+  } else if (!lonely.empty()) {
+    hash = {"gemm.output_hash", CheckStatus::kWarn,
+            list(lonely) +
+                " had no peer running the same code on the same kind of device: "
+                "their output was not compared (run more ranks of each kind)"};
+  }
+  out.checks.push_back(hash);
+  CheckResult numerics{"gemm.numerics", CheckStatus::kPass,
+                       "every checked output element within the stated error bound"};
+  if (measured == 0) {
+    numerics = {"gemm.numerics", CheckStatus::kSkip, "no GEMM shape was measured"};
+  } else if (!bound_bad.empty()) {
+    numerics = {"gemm.numerics", CheckStatus::kFail, list(bound_bad) + " outside the error bound"};
+  } else if (!unchecked_ranks.empty()) {
+    numerics = {"gemm.numerics", CheckStatus::kWarn,
+                list(unchecked_ranks) + " could not be checked (see the gemm findings)"};
+  }
+  out.checks.push_back(numerics);
   out.checks.push_back({"gemm.stragglers", slow.empty() ? CheckStatus::kPass : CheckStatus::kWarn,
                         slow.empty() ? "no rank slower than the median by " +
                                            fixed(100 * limits.straggler_slowdown, 0) +
@@ -244,6 +290,7 @@ GemmFindings gemm_findings(const RunFile& file) {
     out.checks.push_back({"gemm.skipped", CheckStatus::kWarn,
                           std::to_string(skip_lines.size()) + " shape(s) not measured"});
   }
+  out.lines = note_lines;
   for (auto* v : {&hash_lines, &bound_lines, &slow_lines, &skip_lines}) {
     out.lines.insert(out.lines.end(), v->begin(), v->end());
   }
@@ -286,14 +333,21 @@ std::string format_gemm(const RunFile& file, const GemmFindings& findings) {
       lo = std::isnan(lo) ? v : std::min(lo, v);
       hi = std::isnan(hi) ? v : std::max(hi, v);
     }
-    const double err = *std::max_element(s.rel_err.begin(), s.rel_err.end());
-    double bound = 0;
-    for (double b : s.ratio) bound = std::isnan(b) || std::isnan(bound) ? kNaN : std::max(bound, b);
-    std::map<std::uint64_t, int> distinct;
-    for (auto h : s.hash) ++distinct[h];
-    const std::string hashes = distinct.size() == 1
-                                   ? "agree (" + std::to_string(s.hash.size()) + ")"
-                                   : std::to_string(distinct.size()) + " different!";
+    // Over the ranks whose output was checked (rows_checked > 0); a NaN there shows as nan.
+    double err = 0, bound = 0;
+    for (std::size_t r = 0; r < s.ratio.size(); ++r) {
+      if (s.rows[r] == 0) continue;
+      err = std::isnan(s.rel_err[r]) || std::isnan(err) ? kNaN : std::max(err, s.rel_err[r]);
+      bound = std::isnan(s.ratio[r]) || std::isnan(bound) ? kNaN : std::max(bound, s.ratio[r]);
+    }
+    // Bits must agree within a hash group only (same code on the same kind of device).
+    std::map<std::int64_t, std::map<std::uint64_t, int>> distinct;
+    for (std::size_t r = 0; r < s.hash.size(); ++r) ++distinct[s.group[r]][s.hash[r]];
+    int differing = 0;
+    for (const auto& [g, hashes_of_group] : distinct) differing += hashes_of_group.size() > 1;
+    std::string hashes = differing == 0 ? "agree (" + std::to_string(s.hash.size()) + ")"
+                                        : "differ in " + std::to_string(differing) + " group(s)!";
+    if (distinct.size() > 1) hashes += " [" + std::to_string(distinct.size()) + " groups]";
     std::string who = "-";
     if (slowest >= 0) {
       who = std::to_string(slowest);

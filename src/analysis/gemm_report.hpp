@@ -16,6 +16,7 @@ struct GemmFindings {
   std::vector<CheckResult> checks;  // gemm.output_hash, gemm.numerics, gemm.stragglers, ...
   std::vector<std::string> lines;   // one per finding, naming rank, host, node and shape
   int corrupt_ranks = 0;            // ranks with a differing hash or an out-of-bound output
+  bool corrupt = false;  // corrupt_ranks > 0, or ranks disagree with no majority to name one
 };
 
 // Straggler thresholds come from the run's own config (checks.straggler_z, _slowdown).

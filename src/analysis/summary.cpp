@@ -32,7 +32,7 @@ Verdict compute_verdict(const RunFile& file) {
     }
     v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
   } else if (const std::uint64_t wrong = collectives_wrong(file);
-             wrong > 0 || gemm.corrupt_ranks > 0) {
+             wrong > 0 || gemm.corrupt) {
     v.code = ExitCode::kRuntime;
     std::vector<std::string> parts;
     if (wrong > 0) {

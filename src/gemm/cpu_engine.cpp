@@ -152,11 +152,12 @@ class CpuGemmEngine final : public GemmEngine {
   std::unique_ptr<GemmProblem> prepare(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b,
                                        const GemmOptions& options) override {
     check_gemm_operands(a, b);
+    // CBLAS takes m, n, k and the leading dimensions (k, n) as int; offsets inside are 64-bit.
     constexpr std::int64_t kBlasIntMax = 2147483647;
-    if (a.rows > kBlasIntMax || b.rows > kBlasIntMax || a.cols > kBlasIntMax ||
-        a.size() > kBlasIntMax * 16 || b.size() > kBlasIntMax * 16) {
+    if (a.rows > kBlasIntMax || b.rows > kBlasIntMax || a.cols > kBlasIntMax) {
       throw UsageError("GEMM " + describe_gemm(a, b, options.out) +
-                       " is too large for the CPU engine (32-bit BLAS dimensions)");
+                       ": a dimension exceeds 2^31 - 1, the most CBLAS accepts; use smaller "
+                       "shapes in gemm.shapes");
     }
     return std::make_unique<CpuGemmProblem>(a, b, options);
   }

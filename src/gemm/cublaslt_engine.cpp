@@ -12,7 +12,11 @@
 #if SHAKEDOWN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -123,6 +127,47 @@ class CublasLtProblem final : public GemmProblem {
       SD_CUDA_CHECK(
           cudaMemcpyAsync(out.values.data(), d_.get(), d_.bytes(), cudaMemcpyDeviceToHost, s));
       SD_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+    return out;
+  }
+
+  // Row r of D is contiguous on the device (row-major [m, n]): one copy per row, no more.
+  GemmOutput result_rows(const std::vector<std::int64_t>& rows) override {
+    dev_->make_current();
+    const cudaStream_t s = dev_->stream.get();
+    const std::size_t elem = cublaslt::element_bytes(out_);
+    const auto n = static_cast<std::size_t>(n_);
+    std::vector<unsigned char> raw(rows.size() * n * elem);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= m_) {
+        throw InternalError("result_rows: row " + std::to_string(rows[i]) + " outside D's " +
+                            std::to_string(m_) + " rows");
+      }
+      SD_CUDA_CHECK(cudaMemcpyAsync(raw.data() + i * n * elem,
+                                    static_cast<const unsigned char*>(d_.get()) +
+                                        static_cast<std::size_t>(rows[i]) * n * elem,
+                                    n * elem, cudaMemcpyDeviceToHost, s));
+    }
+    SD_CUDA_CHECK(cudaStreamSynchronize(s));
+    GemmOutput out;
+    out.rows = static_cast<std::int64_t>(rows.size());
+    out.cols = n_;
+    out.type = out_;
+    out.values.resize(rows.size() * n);
+    for (std::size_t i = 0; i < out.values.size(); ++i) {
+      if (out_ == GemmOut::kBF16) {
+        std::uint16_t bits = 0;
+        std::memcpy(&bits, raw.data() + i * elem, elem);
+        out.values[i] = fp8::bf16_value(bits);
+      } else {
+        std::memcpy(&out.values[i], raw.data() + i * elem, elem);
+      }
+      const float v = out.values[i];
+      if (std::isnan(v) || std::isnan(out.amax)) {
+        out.amax = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        out.amax = std::max(out.amax, std::fabs(v));
+      }
     }
     return out;
   }

@@ -1,5 +1,8 @@
 #include "gemm/engine.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -13,6 +16,32 @@ GemmOut parse_gemm_out(const std::string& text) {
 
 const char* gemm_out_name(GemmOut out) {
   return out == GemmOut::kBF16 ? "bf16" : "fp32";
+}
+
+GemmOutput GemmProblem::result_rows(const std::vector<std::int64_t>& rows) {
+  const GemmOutput all = result();
+  GemmOutput out;
+  out.rows = static_cast<std::int64_t>(rows.size());
+  out.cols = all.cols;
+  out.type = all.type;
+  out.values.reserve(rows.size() * static_cast<std::size_t>(all.cols));
+  for (std::int64_t r : rows) {
+    if (r < 0 || r >= all.rows) {
+      throw InternalError("result_rows: row " + std::to_string(r) + " outside D's " +
+                          std::to_string(all.rows) + " rows");
+    }
+    const auto begin = all.values.begin() + r * all.cols;
+    out.values.insert(out.values.end(), begin, begin + all.cols);
+  }
+  out.amax = 0.0f;
+  for (float v : out.values) {
+    if (v != v) {
+      out.amax = v;
+      break;
+    }
+    out.amax = std::max(out.amax, std::fabs(v));
+  }
+  return out;
 }
 
 GemmOutput GemmEngine::run(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b,

@@ -44,6 +44,10 @@ class GemmProblem {
 
   virtual void run() = 0;
   virtual GemmOutput result() = 0;
+  // Only the given rows of D (in that order): rows = rows.size(), values [rows.size(), n]; amax
+  // over those rows. For checking a sample of a large D without bringing all of it back. The
+  // default extracts them from result().
+  virtual GemmOutput result_rows(const std::vector<std::int64_t>& rows);
   // output_hash (gemm/output_hash.hpp) of D's stored bits, row-major [m, n], computed where D
   // lives: equal outputs hash equal on any engine, and one flipped bit always changes the hash.
   virtual std::uint64_t output_hash() = 0;

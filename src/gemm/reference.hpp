@@ -30,9 +30,13 @@ struct GemmCheck {
   double expected = 0, got = 0;   // R and D there
 };
 
-// Checks `rows` of d (all rows when `rows` is empty) against the fp64 reference.
-GemmCheck check_gemm_result(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b, const GemmOutput& d,
-                            const std::vector<std::int64_t>& rows, double accumulation_roundoff);
+// Checks rows of D against the fp64 reference: `d_rows` holds exactly the rows `rows` of D, in
+// that order (GemmProblem::result_rows), or all of D when `rows` is empty. Memory stays bounded
+// (B and the reference are formed in blocks of D's columns) whatever the shape.
+GemmCheck check_gemm_result(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b,
+                            const GemmOutput& d_rows, const std::vector<std::int64_t>& rows,
+                            double accumulation_roundoff,
+                            std::int64_t block_doubles = std::int64_t{1} << 24);
 
 // The output's unit roundoff: 2^-8 for bf16, 2^-24 for fp32.
 double output_roundoff(GemmOut out);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "fp8/scaling.hpp"
 #include "fp8/tensor.hpp"
 #include "gemm/engine.hpp"
@@ -31,8 +32,11 @@ namespace shakedown {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Rows of D checked against fp64 on a GPU (every row on the CPU engine).
-constexpr std::int64_t kSampledRows = 16;
+// Rows of D checked against fp64: 16 on a GPU; every row on the CPU engine up to 2^26 elements
+// of D (the reference costs about as much as the GEMM), 256 rows beyond.
+constexpr std::int64_t kGpuSampledRows = 16;
+constexpr std::int64_t kCpuAllRowsElements = std::int64_t{1} << 26;
+constexpr std::int64_t kCpuSampledRows = 256;
 
 // One GEMM to run: a shape and the formats of its operands.
 struct ShapeRun {
@@ -76,7 +80,7 @@ std::vector<ShapeRun> plan_shapes(const GemmConfig& cfg, bool gpu) {
 float input_value(std::uint64_t seed, std::uint64_t tensor, std::uint64_t index) {
   const std::uint64_t bits =
       gemm_hash::splitmix64(gemm_hash::splitmix64(seed ^ (tensor << 40)) ^ index);
-  // 24 random bits -> [0, 1) exactly, then [-1, 1).
+  // 24 random bits times 2^-23 -> [0, 2) exactly, then [-1, 1).
   return static_cast<float>(bits >> 40) * 0x1p-23f - 1.0f;
 }
 
@@ -115,7 +119,8 @@ std::string choose_engine(const PhaseEnv& env, const GpuChoice& gpu) {
 // What one rank measured for one shape.
 struct RankResult {
   std::vector<double> time_us;  // [iters], NaN when not run
-  GemmCheck check;
+  GemmCheck check;              // rows_checked 0: not checked (see check_note)
+  std::string check_note;
   std::uint64_t hash = 0;
 };
 
@@ -157,6 +162,7 @@ class ShapeSweep {
         skip_reason = "out of host memory for the operands";
       }
     });
+    if (!skip_reason.empty()) skip_reason = ctx.describe_rank(ctx.rank()) + ": " + skip_reason;
     std::int64_t any_skipped = skipped;
     SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_skipped, 1, MPI_INT64_T, MPI_MAX, ctx.world()));
     if (any_skipped != kMeasured) {
@@ -190,16 +196,28 @@ class ShapeSweep {
       problem.flip_output_bit(index, 0);
     }
     out.hash = problem.output_hash();
-    const GemmOutput d = problem.result();
-    std::vector<std::int64_t> rows;
-    if (engine_.name() != "cpu" && run.shape.m > kSampledRows) {
-      for (std::int64_t r = 0; r < kSampledRows; ++r) {
-        rows.push_back(r * (run.shape.m - 1) / (kSampledRows - 1));
-      }
+    const std::int64_t m = run.shape.m;
+    std::int64_t sampled = engine_.name() == "cpu" ? kCpuSampledRows : kGpuSampledRows;
+    if (engine_.name() == "cpu" && m * run.shape.n <= kCpuAllRowsElements) sampled = m;
+    std::vector<std::int64_t> rows;  // empty: all of them
+    if (sampled < m) {
+      // Evenly spread, first and last included.
+      for (std::int64_t r = 0; r < sampled; ++r) rows.push_back(r * (m - 1) / (sampled - 1));
     }
-    out.check = check_gemm_result(
-        a, b, d, rows,
-        engine_.accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum}));
+    const double u = engine_.accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum});
+    try {
+      const GemmOutput d = rows.empty() ? problem.result() : problem.result_rows(rows);
+      out.check = check_gemm_result(a, b, d, rows, u);
+    } catch (const std::bad_alloc&) {
+      out.check_note = "not checked: out of host memory for the fp64 reference";
+    } catch (const OutOfMemory& e) {
+      out.check_note = std::string("not checked: ") + e.what();
+    }
+    if (!out.check_note.empty()) {
+      out.check = {};
+      out.check.err_bound_ratio = kNaN;
+      out.check.max_rel_err = kNaN;
+    }
   }
 
   void record(const ShapeRun& run, int step_number, const GemmOptions& options,
@@ -215,6 +233,9 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions&
                         std::int64_t skipped, const std::string& skip_reason,
                         const RankResult& mine) {
   const Context& ctx = env_.ctx;
+  // Its own step: a rank stuck in the GEMM (a hung GPU, a wedged BLAS) is then the one named,
+  // not rank 0 waiting for it in the gather.
+  env_.watchdog.step("gemm " + run.name + ": gather");
   const int world = ctx.world_size();
   const auto iters = static_cast<int>(mine.time_us.size());
   std::vector<double> times(ctx.is_root() ? static_cast<std::size_t>(world * iters) : 0);
@@ -232,6 +253,7 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions&
   SD_MPI_CHECK(
       MPI_Gather(&mine.hash, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, 0, ctx.world()));
   const std::vector<std::string> reasons = gather_strings(ctx.world(), 0, skip_reason);
+  const std::vector<std::string> notes = gather_strings(ctx.world(), 0, mine.check_note);
   if (!ctx.is_root()) return;
 
   const std::uint64_t w64 = static_cast<std::uint64_t>(world);
@@ -265,9 +287,19 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions&
     group[ur] = it - groups.begin();
     if (it == groups.end()) groups.push_back(impl);
   }
-  std::string reason;
+  // Every rank that could not, named (describe_rank), with what to do.
+  std::vector<std::string> why;
   for (const auto& r : reasons) {
-    if (!r.empty()) reason = r;
+    if (!r.empty()) why.push_back(r);
+  }
+  const std::string reason =
+      join(why, "; ") +
+      (why.empty() ? "" : " (free memory on those ranks, or drop the shape from gemm.shapes)");
+  std::vector<std::string> unchecked;
+  for (int r = 0; r < world; ++r) {
+    if (!notes[static_cast<std::size_t>(r)].empty()) {
+      unchecked.push_back(ctx.describe_rank(r) + ": " + notes[static_cast<std::size_t>(r)]);
+    }
   }
   const std::string path = schema::gemm_group(run.name);
   env_.recorder.write([&](RunWriter& w) {
@@ -306,6 +338,7 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions&
         w.set_attr(path, "hash_group_" + std::to_string(g), groups[g]);
       }
       w.set_attr(path, "hash_groups", static_cast<std::int64_t>(groups.size()));
+      if (!unchecked.empty()) w.set_attr(path, "unchecked", join(unchecked, "; "));
     });
   });
 }
@@ -328,6 +361,17 @@ void run_gemm(PhaseEnv& env) {
   const std::vector<std::string> impl_of_rank =
       allgather_strings(ctx.world(), engine->implementation());
   const std::vector<ShapeRun> runs = plan_shapes(cfg, engine_name == "cublaslt");
+  // A planted fault for a step that does not exist would pass silently: refuse it.
+  agreed(ctx.world(), [&] {
+    for (const FaultSpec& f : env.faults.all()) {
+      if (f.phase == "gemm" && f.step > static_cast<int>(runs.size())) {
+        throw UsageError("--inject " + f.text + ": the gemm phase has " +
+                         std::to_string(runs.size()) + " step(s) (one per GEMM shape" +
+                         (cfg.format == "hybrid" ? " and format" : "") + "); use step=1.." +
+                         std::to_string(runs.size()) + " or leave step out");
+      }
+    }
+  });
   env.recorder.write([&](RunWriter& w) {
     w.set_attr(schema::kGemmGroup, "engine", engine_name);
     w.set_attr(schema::kGemmGroup, "planned_shapes", static_cast<std::int64_t>(runs.size()));

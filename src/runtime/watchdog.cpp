@@ -137,17 +137,17 @@ Watchdog::~Watchdog() {
 }
 
 Watchdog::AbortRegistration Watchdog::on_abort(LocalAbort fn) {
-  std::lock_guard lock(*local_mutex_);
-  const int id = next_local_id_++;
-  local_aborts_.emplace(id, std::move(fn));
-  return AbortRegistration(this, id);
+  std::lock_guard lock(local_->mutex);
+  const int id = local_->next_id++;
+  local_->fns.emplace(id, std::move(fn));
+  return AbortRegistration(local_, id);
 }
 
 void Watchdog::AbortRegistration::reset() {
   if (owner_ == nullptr) return;
-  std::lock_guard lock(*owner_->local_mutex_);
-  owner_->local_aborts_.erase(id_);
-  owner_ = nullptr;
+  std::lock_guard lock(owner_->mutex);
+  owner_->fns.erase(id_);
+  owner_.reset();
 }
 
 void Watchdog::run_local_aborts(double limit_s) {
@@ -156,15 +156,16 @@ void Watchdog::run_local_aborts(double limit_s) {
     std::future<void> finished = done->get_future();
     // A thread of its own, so an abort that wedges (a driver call that never returns) cannot keep
     // the job from ending: after limit_s the watchdog gives up on it and ends the job anyway.
-    std::thread runner([this, done, mutex = local_mutex_] {
+    // Everything the runner touches is its own (shared state, a copied name): it may outlive
+    // this watchdog when it wedges.
+    std::thread runner([done, local = local_, me = rank_names_[static_cast<std::size_t>(rank_)]] {
       {
-        std::lock_guard lock(*mutex);
-        for (auto& [id, fn] : local_aborts_) {
+        std::lock_guard lock(local->mutex);
+        for (auto& [id, fn] : local->fns) {
           try {
             fn();
           } catch (const std::exception& e) {
-            std::fprintf(stderr, "shakedown: %s: local abort failed: %s\n",
-                         rank_names_[static_cast<std::size_t>(rank_)].c_str(), e.what());
+            std::fprintf(stderr, "shakedown: %s: local abort failed: %s\n", me.c_str(), e.what());
           }
         }
       }
@@ -188,25 +189,24 @@ void Watchdog::notify_peers_and_wait() {
     MPI_Isend(&kNotice, 1, MPI_INT, r, kAbortTag, comm_.get(),
               &abort_notices_[static_cast<std::size_t>(r - 1)]);
   }
+  const double started = now_us();
   run_local_aborts(options_.abort_grace_s);
-  // On the watchdog thread nobody else reads the acks: read them here. From the main thread
-  // (rank 0's own failure) the watchdog thread counts them.
-  const bool on_watchdog_thread = std::this_thread::get_id() == thread_.get_id();
-  const double deadline = now_us() + options_.abort_grace_s * 1e6;
+  // Acks are read here, whichever thread this is, with matched probes (MPI_Improbe/MPI_Mrecv),
+  // so the watchdog thread reading its own messages meanwhile can never take one from under us.
+  // A peer whose local aborts time out acks after the grace period and one poll: wait that long.
+  const double deadline = started + (2 * options_.abort_grace_s + 2 * options_.poll_s) * 1e6;
   while (abort_acks_.load() < size_ - 1 && now_us() < deadline) {
-    if (on_watchdog_thread) {
-      int flag = 0;
-      MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortAckTag, comm_.get(), &flag, &status) == MPI_SUCCESS &&
-          flag) {
-        int word = 0;
-        MPI_Recv(&word, 1, MPI_INT, status.MPI_SOURCE, kAbortAckTag, comm_.get(),
-                 MPI_STATUS_IGNORE);
-        ++abort_acks_;
-        continue;
-      }
+    int flag = 0;
+    MPI_Message message;
+    if (MPI_Improbe(MPI_ANY_SOURCE, kAbortAckTag, comm_.get(), &flag, &message,
+                    MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+        flag) {
+      int word = 0;
+      MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
+      ++abort_acks_;
+      continue;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
@@ -368,16 +368,20 @@ void Watchdog::run_root() {
       if (seq_ != positions[0].seq) note(0, seq_, timeout_s_, label_);
     }
     for (;;) {
+      // Matched probes: the main thread may read abort acks on this communicator at the same
+      // time (notify_peers_and_wait), and a plain probe + receive could then receive the wrong
+      // message.
       int flag = 0;
       MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &status) != MPI_SUCCESS ||
+      MPI_Message message;
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &message, &status) !=
+              MPI_SUCCESS ||
           !flag) {
         break;
       }
       if (status.MPI_TAG == kAbortAckTag) {
         int word = 0;
-        MPI_Recv(&word, 1, MPI_INT, status.MPI_SOURCE, kAbortAckTag, comm_.get(),
-                 MPI_STATUS_IGNORE);
+        MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
         ++abort_acks_;
         continue;
       }
@@ -385,8 +389,8 @@ void Watchdog::run_root() {
         int count = 0;
         MPI_Get_count(&status, MPI_CHAR, &count);
         std::string payload(static_cast<std::size_t>(std::max(count, 0)), '\0');
-        if (MPI_Recv(payload.data(), count, MPI_CHAR, status.MPI_SOURCE, kFailTag, comm_.get(),
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        if (MPI_Mrecv(payload.data(), count, MPI_CHAR, &message, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS ||
             payload.size() < sizeof(int)) {
           continue;
         }
@@ -396,10 +400,15 @@ void Watchdog::run_root() {
         abort_run(static_cast<ExitCode>(code), payload.substr(sizeof(int)), false);
         continue;
       }
+      if (status.MPI_TAG != kTag) {  // not a message rank 0 expects: take it off the queue
+        int count = 0;
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        std::vector<char> ignored(static_cast<std::size_t>(std::max(count, 0)));
+        MPI_Mrecv(ignored.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+        continue;
+      }
       PositionMessage msg{};
-      if (MPI_Recv(&msg, sizeof msg, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm_.get(),
-                   MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-          status.MPI_TAG != kTag) {
+      if (MPI_Mrecv(&msg, sizeof msg, MPI_BYTE, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
         continue;
       }
       msg.label[kMaxLabel - 1] = '\0';

@@ -69,17 +69,24 @@ class Watchdog {
   // communicators, so GPU kernels waiting on a dead peer are torn down before MPI_Abort. Runs
   // on the rank's watchdog thread (rank 0 tells every rank first), at most once, bounded in time.
   using LocalAbort = std::function<void()>;
+  // The registered LocalAborts, shared with the thread that runs them (which may outlive a
+  // watchdog whose abort action returned). Its mutex is held while they run.
+  struct LocalAborts {
+    std::mutex mutex;
+    std::map<int, LocalAbort> fns;
+    int next_id = 0;
+  };
   // Keeps a LocalAbort registered while it lives; its destructor waits for a run in progress.
   class AbortRegistration {
    public:
     AbortRegistration() = default;
-    AbortRegistration(Watchdog* owner, int id) : owner_(owner), id_(id) {}
-    AbortRegistration(AbortRegistration&& other) noexcept
-        : owner_(std::exchange(other.owner_, nullptr)), id_(other.id_) {}
+    AbortRegistration(std::shared_ptr<LocalAborts> owner, int id)
+        : owner_(std::move(owner)), id_(id) {}
+    AbortRegistration(AbortRegistration&& other) noexcept = default;
     AbortRegistration& operator=(AbortRegistration&& other) noexcept {
       if (this != &other) {
         reset();
-        owner_ = std::exchange(other.owner_, nullptr);
+        owner_ = std::move(other.owner_);
         id_ = other.id_;
       }
       return *this;
@@ -90,7 +97,7 @@ class Watchdog {
     void reset();
 
    private:
-    Watchdog* owner_ = nullptr;
+    std::shared_ptr<LocalAborts> owner_;
     int id_ = 0;
   };
 
@@ -152,10 +159,7 @@ class Watchdog {
   bool tripped_ = false;
   std::once_flag abort_once_;
 
-  // LocalAborts. The runner holds local_mutex_ while they run, so unregistering waits for it.
-  std::shared_ptr<std::mutex> local_mutex_ = std::make_shared<std::mutex>();
-  std::map<int, LocalAbort> local_aborts_;
-  int next_local_id_ = 0;
+  std::shared_ptr<LocalAborts> local_ = std::make_shared<LocalAborts>();
   std::once_flag local_once_;
   std::atomic<int> abort_acks_{0};          // rank 0: peers that ran their local aborts
   std::vector<MPI_Request> abort_notices_;  // rank 0: the notices sent to the peers

@@ -54,6 +54,32 @@ grep -v "! rank 2 " "$TMP/named" >"$TMP/others" && { cat "$TMP/others"; fail "a 
 "$SHAKEDOWN" summary "$TMP/s.h5" >/dev/null
 expect_rc 3 $? "summary of the corrupted run keeps exit 3"
 
+# fp32 output: flipping the lowest mantissa bit stays inside the error bound, so only the hash
+# comparison can catch it, and it must (3 ranks: the majority names rank 1).
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --set gemm.out_dtype=fp32 \
+  --inject sdc:rank=1,phase=gemm,step=1 --out "$TMP/f.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "bit flip in an fp32 output"
+expect_in "$TMP/stdout" "\[PASS\] gemm.numerics" "the flip is inside the numeric bound"
+expect_in "$TMP/stdout" "rank 1 \(host [^,]+, node 0\): gemm 64x48x40 output hash differs" "hash names rank 1"
+
+# Two ranks that differ: no majority, so neither is blamed alone, but the run is not healthy.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${common[@]}" --set gemm.out_dtype=fp32 \
+  --inject sdc:rank=1,phase=gemm --out "$TMP/two.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "two ranks disagree"
+expect_in "$TMP/stdout" "the output hashes of rank 0 .*, rank 1 .* differ and no majority says which is wrong" "tie reported"
+expect_in "$TMP/stdout" "\[FAIL\] gemm.output_hash: ranks disagree with no majority to say which one is wrong \(2 shape\(s\)" "tie fails the check"
+
+# One rank: nothing to compare with, said as a warning (not a silent pass).
+"$MPIRUN" -n 1 "$SHAKEDOWN" run "${common[@]}" --out "$TMP/one.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "one rank"
+expect_in "$TMP/stdout" "\[WARN\] gemm.output_hash: rank 0 had no peer running the same code" "uncompared rank said"
+
+# A step that does not exist would never plant the fault: refused.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${common[@]}" --inject sdc:rank=1,phase=gemm,step=3 \
+  --out "$TMP/n.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "sdc step beyond the shapes"
+expect_in "$TMP/stderr" "the gemm phase has 2 step\(s\).*use step=1..2" "names the steps there are"
+
 start=$(date +%s)
 "$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --set timeouts.phase_s=4 \
   --inject stall:rank=1,phase=gemm,step=2 --out "$TMP/t.h5" >"$TMP/stdout" 2>"$TMP/stderr"

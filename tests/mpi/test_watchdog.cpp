@@ -92,13 +92,15 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
 }
 
 // When rank 0 ends a stalled run, every rank (the late one too) first runs the work it
-// registered with on_abort (NCCL communicators in real runs), and rank 0 waits for them.
+// registered with on_abort (NCCL communicators in real runs), and rank 0 ends the job only after
+// the others said they are done: each peer's local abort takes 300 ms here, and rank 0's abort
+// action must come after the last of them finished (one host: the clocks are the same).
 TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
   const int late = comm_size(MPI_COMM_WORLD) - 1;
   const int me = comm_rank(MPI_COMM_WORLD);
   Observed seen;
   std::atomic<int> ran{0};
-  std::atomic<double> ran_at_us{0};
+  std::atomic<double> done_at_us{0};
   double aborted_at_us = 0;
   {
     Watchdog::Options o = test_options(seen, 1.0);
@@ -109,8 +111,9 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
     };
     Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
     auto registration = wd.on_abort([&] {
-      ran_at_us = now_us();
+      if (me != 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
       ++ran;
+      done_at_us = now_us();
     });
     // Registered and dropped again: must not run.
     {
@@ -128,9 +131,15 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
     wd.stop();
   }
   EXPECT_EQ(ran.load(), 1) << "rank " << me;
+  double last_peer_done = 0;
+  const double mine = me == 0 ? 0.0 : done_at_us.load();
+  MPI_Reduce(&mine, &last_peer_done, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (me == 0) {
     EXPECT_EQ(seen.aborts, 1);
-    // Rank 0 ran its own local abort before ending the job.
-    EXPECT_LE(ran_at_us.load(), aborted_at_us);
+    EXPECT_LE(done_at_us.load(), aborted_at_us);  // its own local abort first
+    if (comm_size(MPI_COMM_WORLD) > 1) {
+      EXPECT_GT(last_peer_done, 0.0);
+      EXPECT_LE(last_peer_done, aborted_at_us) << "rank 0 ended the job before its peers were done";
+    }
   }
 }

@@ -44,6 +44,18 @@ std::vector<long double> naive(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b)
   return d;
 }
 
+// The given rows of a full D, as GemmProblem::result_rows returns them.
+GemmOutput rows_of(const GemmOutput& d, const std::vector<std::int64_t>& rows) {
+  GemmOutput out = d;
+  out.rows = static_cast<std::int64_t>(rows.size());
+  out.values.clear();
+  for (std::int64_t r : rows) {
+    out.values.insert(out.values.end(), d.values.begin() + r * d.cols,
+                      d.values.begin() + (r + 1) * d.cols);
+  }
+  return out;
+}
+
 struct Case {
   std::int64_t m, n, k;
   fp8::Format a, b;
@@ -133,13 +145,38 @@ TEST(CpuEngine, ReferenceChecksOnlyTheRowsAsked) {
   auto engine = make_cpu_gemm_engine(1);
   GemmOutput d = engine->run(a, b, {GemmOut::kFP32, true});
   d.values[5 * 16 + 3] += 100.0f;  // row 5 wrong
-  EXPECT_LE(check_gemm_result(a, b, d, {0, 39}, 0x1p-24).err_bound_ratio, 1.0);
-  const GemmCheck c = check_gemm_result(a, b, d, {0, 5, 39}, 0x1p-24);
+  EXPECT_LE(check_gemm_result(a, b, rows_of(d, {0, 39}), {0, 39}, 0x1p-24).err_bound_ratio, 1.0);
+  const GemmCheck c = check_gemm_result(a, b, rows_of(d, {0, 5, 39}), {0, 5, 39}, 0x1p-24);
   EXPECT_EQ(c.rows_checked, 3);
   EXPECT_GT(c.err_bound_ratio, 1.0);
   EXPECT_EQ(c.worst_index, 5 * 16 + 3);
   d.values[0] = std::nanf("");
-  EXPECT_TRUE(std::isinf(check_gemm_result(a, b, d, {0}, 0x1p-24).err_bound_ratio));
+  EXPECT_TRUE(std::isinf(check_gemm_result(a, b, rows_of(d, {0}), {0}, 0x1p-24).err_bound_ratio));
+  // The problem's own result_rows gives the same rows as the full result.
+  auto p = engine->prepare(a, b, {GemmOut::kBF16, true});
+  p->run();
+  const GemmOutput full = p->result();
+  const GemmOutput some = p->result_rows({39, 2});
+  EXPECT_EQ(some.rows, 2);
+  EXPECT_EQ(some.values, rows_of(full, {39, 2}).values);
+  EXPECT_THROW(p->result_rows({40}), InternalError);
+  EXPECT_THROW(check_gemm_result(a, b, full, {0, 1}, 0x1p-24), InternalError);
+}
+
+// Blocks of D's columns (bounded memory for huge shapes) give exactly the unblocked answer.
+TEST(CpuEngine, BlockedReferenceEqualsUnblocked) {
+  const auto a = random_operand(24, 40, fp8::Format::kE4M3, 8);
+  const auto b = random_operand(37, 40, fp8::Format::kE4M3, 9);
+  auto engine = make_cpu_gemm_engine(1);
+  GemmOutput d = engine->run(a, b, {GemmOut::kBF16, true});
+  d.values[7 * 37 + 30] *= 1.5f;  // one wrong element in the last block
+  const GemmCheck whole = check_gemm_result(a, b, d, {}, 0x1p-24);
+  for (std::int64_t block : {40 * 1, 40 * 5, 40 * 36}) {
+    const GemmCheck blocked = check_gemm_result(a, b, d, {}, 0x1p-24, block);
+    EXPECT_EQ(blocked.err_bound_ratio, whole.err_bound_ratio) << block;
+    EXPECT_EQ(blocked.worst_index, 7 * 37 + 30) << block;
+    EXPECT_EQ(blocked.max_rel_err, whole.max_rel_err) << block;
+  }
 }
 
 TEST(CpuEngine, RejectsBadOperandsNamingThem) {

@@ -483,6 +483,8 @@ void run_collectives(PhaseEnv& env) {
   const std::vector<SweepPlan> plans = plan_sweeps(scopes, cfg, *b.world);
   long runnable = 0;
   for (const SweepPlan& p : plans) runnable += p.unsupported.empty() ? 1 : 0;
+  refuse_unreachable_steps(env, "collectives", runnable * static_cast<long>(sizes.size()),
+                           "one per scope, collective, dtype, reduction, mode and size");
   Progress progress("collectives", runnable * static_cast<long>(sizes.size()), env.progress);
 
   std::uint64_t wrong_total = 0;

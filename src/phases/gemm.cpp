@@ -361,17 +361,9 @@ void run_gemm(PhaseEnv& env) {
   const std::vector<std::string> impl_of_rank =
       allgather_strings(ctx.world(), engine->implementation());
   const std::vector<ShapeRun> runs = plan_shapes(cfg, engine_name == "cublaslt");
-  // A planted fault for a step that does not exist would pass silently: refuse it.
-  agreed(ctx.world(), [&] {
-    for (const FaultSpec& f : env.faults.all()) {
-      if (f.phase == "gemm" && f.step > static_cast<int>(runs.size())) {
-        throw UsageError("--inject " + f.text + ": the gemm phase has " +
-                         std::to_string(runs.size()) + " step(s) (one per GEMM shape" +
-                         (cfg.format == "hybrid" ? " and format" : "") + "); use step=1.." +
-                         std::to_string(runs.size()) + " or leave step out");
-      }
-    }
-  });
+  refuse_unreachable_steps(
+      env, "gemm", static_cast<long>(runs.size()),
+      cfg.format == "hybrid" ? "one per GEMM shape and format" : "one per GEMM shape");
   env.recorder.write([&](RunWriter& w) {
     w.set_attr(schema::kGemmGroup, "engine", engine_name);
     w.set_attr(schema::kGemmGroup, "planned_shapes", static_cast<std::int64_t>(runs.size()));

@@ -4,7 +4,23 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/error.hpp"
+#include "runtime/agree.hpp"
+
 namespace shakedown {
+
+void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long steps,
+                              const std::string& one_step) {
+  agreed(env.ctx.world(), [&] {
+    for (const FaultSpec& f : env.faults.all()) {
+      if (f.phase == phase && f.step > steps) {
+        throw UsageError("--inject " + f.text + ": the " + phase + " phase has " +
+                         std::to_string(steps) + " step(s) (" + one_step + "); use step=1.." +
+                         std::to_string(steps) + " or leave step out");
+      }
+    }
+  });
+}
 
 void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
                          Progress& progress) {

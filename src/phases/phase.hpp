@@ -34,6 +34,12 @@ struct PhaseEntry {
 void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
                          Progress& progress);
 
+// Refuses (UsageError, the same on every rank) an injected fault for a step the phase will
+// never reach: it would pass silently. `steps` is how many measured steps the phase has, and
+// `one_step` says what one is ("one per GEMM shape").
+void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long steps,
+                              const std::string& one_step);
+
 // The phases this build implements, in pipeline order.
 const std::vector<PhaseEntry>& phase_table();
 const PhaseEntry* find_phase(const std::string& name);

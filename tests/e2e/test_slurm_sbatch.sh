@@ -71,7 +71,7 @@ for want in "\"$jid\"" "\"spine.leaf0.$host\"" "\"switch.switch.node\"" "\"leaf0
 done
 # Every task's Slurm ids: job, node 0, tasks 0-3.
 for t in 0 1 2 3; do
-  expect_in "$res/summary.txt" "job $jid node 0 task $t\$" "summary shows Slurm task $t"
+  expect_in "$res/summary.txt" "job $jid node 0 task $t( +leaf0)?\$" "summary shows Slurm task $t"
 done
 expect_in "$res/summary.txt" "\[PASS\] placement.leaf_switches: 1 node on 1 leaf switch \(leaf0: 1 node, from Slurm\)" "leaf switch check"
 "$SHAKEDOWN" summary "$res/run.h5" >"$TMP/summary.txt"
@@ -104,7 +104,7 @@ read -r code signal <<<"$(job_exit "$jid3")"
 [[ "$code" == 0 ]] || { cat "$log3"; fail "mpirun job: ExitCode=$code:$signal, expected 0"; }
 expect_in "$log3" "launcher mpirun" "template used mpirun"
 # The job id is the allocation's; task ids under mpirun would be the batch step's: not recorded.
-expect_in "$TMP/results/$jid3/summary.txt" "^  3 +1 +1 .* job $jid3 node - task -\$" "mpirun ranks: job id, no task ids"
+expect_in "$TMP/results/$jid3/summary.txt" "^  3 +1 +1 .* job $jid3 node - task -( +leaf0)?\$" "mpirun ranks: job id, no task ids"
 t3=$(($(date +%s) - start - t1 - t2))
 
 # ---- stop: exactly the daemons we started --------------------------------------------------

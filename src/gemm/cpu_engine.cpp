@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -82,19 +81,13 @@ class CpuGemmProblem final : public GemmProblem {
     out.rows = m_;
     out.cols = n_;
     out.type = out_;
-    out.values.resize(d_f32_.size());
-    float amax = 0.0f;
-    for (std::size_t i = 0; i < d_f32_.size(); ++i) {
-      const float v = out_ == GemmOut::kBF16 ? fp8::bf16_value(d_bf16_[i]) : d_f32_[i];
-      out.values[i] = v;
-      // A NaN must show in the amax, not vanish in a comparison.
-      if (std::isnan(v)) {
-        amax = v;
-      } else if (!std::isnan(amax) && std::fabs(v) > amax) {
-        amax = std::fabs(v);
-      }
+    if (out_ == GemmOut::kBF16) {
+      out.values.resize(d_bf16_.size());
+      for (std::size_t i = 0; i < d_bf16_.size(); ++i) out.values[i] = fp8::bf16_value(d_bf16_[i]);
+    } else {
+      out.values = d_f32_;
     }
-    out.amax = amax;
+    out.amax = fp8::amax(out.values);  // NaN shows as NaN
     return out;
   }
 

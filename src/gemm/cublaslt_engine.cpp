@@ -12,11 +12,8 @@
 #if SHAKEDOWN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -107,68 +104,27 @@ class CublasLtProblem final : public GemmProblem {
 
   GemmOutput result() override {
     dev_->make_current();
-    const cudaStream_t s = dev_->stream.get();
-    GemmOutput out;
-    out.rows = m_;
-    out.cols = n_;
-    out.type = out_;
-    const auto count = static_cast<std::size_t>(m_ * n_);
-    float* amax = scalars_.as<float>() + kDAmax;
-    kernels::launch_output_amax(d_.get(), m_ * n_, cublaslt::kernel_type(out_), amax, s);
-    SD_CUDA_CHECK(cudaMemcpyAsync(&out.amax, amax, sizeof(float), cudaMemcpyDeviceToHost, s));
-    if (out_ == GemmOut::kBF16) {
-      std::vector<std::uint16_t> bits(count);
-      SD_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_.get(), d_.bytes(), cudaMemcpyDeviceToHost, s));
-      SD_CUDA_CHECK(cudaStreamSynchronize(s));
-      out.values.resize(count);
-      for (std::size_t i = 0; i < count; ++i) out.values[i] = fp8::bf16_value(bits[i]);
-    } else {
-      out.values.resize(count);
-      SD_CUDA_CHECK(
-          cudaMemcpyAsync(out.values.data(), d_.get(), d_.bytes(), cudaMemcpyDeviceToHost, s));
-      SD_CUDA_CHECK(cudaStreamSynchronize(s));
-    }
+    float* device_amax = scalars_.as<float>() + kDAmax;
+    kernels::launch_output_amax(d_.get(), m_ * n_, cublaslt::kernel_type(out_), device_amax,
+                                dev_->stream.get());
+    float amax = 0.0f;
+    SD_CUDA_CHECK(cudaMemcpyAsync(&amax, device_amax, sizeof(float), cudaMemcpyDeviceToHost,
+                                  dev_->stream.get()));
+    GemmOutput out = fetch({});  // synchronises the stream: amax has landed too
+    out.amax = amax;
     return out;
   }
 
-  // Row r of D is contiguous on the device (row-major [m, n]): one copy per row, no more.
   GemmOutput result_rows(const std::vector<std::int64_t>& rows) override {
-    dev_->make_current();
-    const cudaStream_t s = dev_->stream.get();
-    const std::size_t elem = cublaslt::element_bytes(out_);
-    const auto n = static_cast<std::size_t>(n_);
-    std::vector<unsigned char> raw(rows.size() * n * elem);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i] < 0 || rows[i] >= m_) {
-        throw InternalError("result_rows: row " + std::to_string(rows[i]) + " outside D's " +
+    for (std::int64_t r : rows) {
+      if (r < 0 || r >= m_) {
+        throw InternalError("result_rows: row " + std::to_string(r) + " outside D's " +
                             std::to_string(m_) + " rows");
       }
-      SD_CUDA_CHECK(cudaMemcpyAsync(raw.data() + i * n * elem,
-                                    static_cast<const unsigned char*>(d_.get()) +
-                                        static_cast<std::size_t>(rows[i]) * n * elem,
-                                    n * elem, cudaMemcpyDeviceToHost, s));
     }
-    SD_CUDA_CHECK(cudaStreamSynchronize(s));
-    GemmOutput out;
-    out.rows = static_cast<std::int64_t>(rows.size());
-    out.cols = n_;
-    out.type = out_;
-    out.values.resize(rows.size() * n);
-    for (std::size_t i = 0; i < out.values.size(); ++i) {
-      if (out_ == GemmOut::kBF16) {
-        std::uint16_t bits = 0;
-        std::memcpy(&bits, raw.data() + i * elem, elem);
-        out.values[i] = fp8::bf16_value(bits);
-      } else {
-        std::memcpy(&out.values[i], raw.data() + i * elem, elem);
-      }
-      const float v = out.values[i];
-      if (std::isnan(v) || std::isnan(out.amax)) {
-        out.amax = std::numeric_limits<float>::quiet_NaN();
-      } else {
-        out.amax = std::max(out.amax, std::fabs(v));
-      }
-    }
+    dev_->make_current();
+    GemmOutput out = fetch(rows);
+    out.amax = fp8::amax(out.values);
     return out;
   }
 
@@ -192,6 +148,40 @@ class CublasLtProblem final : public GemmProblem {
   cublaslt::DeviceMemory scalars_;
   cublaslt::Matmul matmul_;
   cublaslt::DeviceMemory a_, b_, d_;
+
+  // Rows of D (all of them when `rows` is empty) copied back and widened to float, amax unset.
+  // Row r is contiguous on the device (row-major [m, n]): one copy per row, or one for all.
+  GemmOutput fetch(const std::vector<std::int64_t>& rows) {
+    const cudaStream_t s = dev_->stream.get();
+    const std::size_t row_bytes = static_cast<std::size_t>(n_) * cublaslt::element_bytes(out_);
+    const std::size_t count = rows.empty() ? static_cast<std::size_t>(m_) : rows.size();
+    std::vector<unsigned char> raw(count * row_bytes);
+    const auto* d = static_cast<const unsigned char*>(d_.get());
+    if (rows.empty()) {
+      SD_CUDA_CHECK(cudaMemcpyAsync(raw.data(), d, raw.size(), cudaMemcpyDeviceToHost, s));
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      SD_CUDA_CHECK(cudaMemcpyAsync(raw.data() + i * row_bytes,
+                                    d + static_cast<std::size_t>(rows[i]) * row_bytes, row_bytes,
+                                    cudaMemcpyDeviceToHost, s));
+    }
+    SD_CUDA_CHECK(cudaStreamSynchronize(s));
+    GemmOutput out;
+    out.rows = static_cast<std::int64_t>(count);
+    out.cols = n_;
+    out.type = out_;
+    out.values.resize(count * static_cast<std::size_t>(n_));
+    if (out_ == GemmOut::kBF16) {
+      for (std::size_t i = 0; i < out.values.size(); ++i) {
+        std::uint16_t bits = 0;
+        std::memcpy(&bits, raw.data() + 2 * i, 2);
+        out.values[i] = fp8::bf16_value(bits);
+      }
+    } else {
+      std::memcpy(out.values.data(), raw.data(), raw.size());
+    }
+    return out;
+  }
 };
 
 // cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions: k for A and B (one byte per

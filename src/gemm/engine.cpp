@@ -1,8 +1,5 @@
 #include "gemm/engine.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -33,14 +30,7 @@ GemmOutput GemmProblem::result_rows(const std::vector<std::int64_t>& rows) {
     const auto begin = all.values.begin() + r * all.cols;
     out.values.insert(out.values.end(), begin, begin + all.cols);
   }
-  out.amax = 0.0f;
-  for (float v : out.values) {
-    if (v != v) {
-      out.amax = v;
-      break;
-    }
-    out.amax = std::max(out.amax, std::fabs(v));
-  }
+  out.amax = fp8::amax(out.values);
   return out;
 }
 

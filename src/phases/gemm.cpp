@@ -128,9 +128,15 @@ enum SkipCode : std::int64_t { kMeasured = 0, kOutOfMemory = 2 };
 
 class ShapeSweep {
  public:
-  ShapeSweep(PhaseEnv& env, GemmEngine& engine, const std::vector<std::string>& impl_of_rank,
-             Progress& progress)
-      : env_(env), engine_(engine), impl_of_rank_(impl_of_rank), progress_(progress) {}
+  // `impl_of_rank`: each rank's engine description, on rank 0 (empty elsewhere).
+  ShapeSweep(PhaseEnv& env, GemmEngine& engine, const GemmOptions& options,
+             const std::vector<std::string>& impl_of_rank, Progress& progress)
+      : env_(env),
+        engine_(engine),
+        options_(options),
+        roundoff_(engine.accumulation_roundoff(options)),
+        impl_of_rank_(impl_of_rank),
+        progress_(progress) {}
 
   // Measures, checks and records one shape. Collective over the world.
   void run(const ShapeRun& run, int step_number) {
@@ -139,7 +145,6 @@ class ShapeSweep {
     const std::string label = "gemm " + run.name;
     begin_measured_step(env_, "gemm", step_number, label, progress_);
 
-    const GemmOptions options{parse_gemm_out(cfg.out_dtype), cfg.fast_accum};
     RankResult mine;
     mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
     std::int64_t skipped = kMeasured;
@@ -153,7 +158,7 @@ class ShapeSweep {
       try {
         a = make_operand(run.shape.m, run.shape.k, run.a_format, cfg.seed, 2 * step_number);
         b = make_operand(run.shape.n, run.shape.k, run.b_format, cfg.seed, 2 * step_number + 1);
-        problem = engine_.prepare(a, b, options);
+        problem = engine_.prepare(a, b, options_);
       } catch (const OutOfMemory& e) {
         skipped = kOutOfMemory;
         skip_reason = e.what();
@@ -170,7 +175,7 @@ class ShapeSweep {
     } else {
       measure(*problem, run, step_number, a, b, mine);
     }
-    record(run, step_number, options, any_skipped, skip_reason, mine);
+    record(run, step_number, any_skipped, skip_reason, mine);
   }
 
  private:
@@ -204,10 +209,9 @@ class ShapeSweep {
       // Evenly spread, first and last included.
       for (std::int64_t r = 0; r < sampled; ++r) rows.push_back(r * (m - 1) / (sampled - 1));
     }
-    const double u = engine_.accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum});
     try {
       const GemmOutput d = rows.empty() ? problem.result() : problem.result_rows(rows);
-      out.check = check_gemm_result(a, b, d, rows, u);
+      out.check = check_gemm_result(a, b, d, rows, roundoff_);
     } catch (const std::bad_alloc&) {
       out.check_note = "not checked: out of host memory for the fp64 reference";
     } catch (const OutOfMemory& e) {
@@ -220,18 +224,19 @@ class ShapeSweep {
     }
   }
 
-  void record(const ShapeRun& run, int step_number, const GemmOptions& options,
-              std::int64_t skipped, const std::string& skip_reason, const RankResult& mine);
+  void record(const ShapeRun& run, int step_number, std::int64_t skipped,
+              const std::string& skip_reason, const RankResult& mine);
 
   PhaseEnv& env_;
   GemmEngine& engine_;
+  const GemmOptions options_;
+  const double roundoff_;  // the engine's accumulation unit roundoff, for the error bound
   const std::vector<std::string>& impl_of_rank_;
   Progress& progress_;
 };
 
-void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions& options,
-                        std::int64_t skipped, const std::string& skip_reason,
-                        const RankResult& mine) {
+void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipped,
+                        const std::string& skip_reason, const RankResult& mine) {
   const Context& ctx = env_.ctx;
   // Its own step: a rank stuck in the GEMM (a hung GPU, a wedged BLAS) is then the one named,
   // not rank 0 waiting for it in the gather.
@@ -310,8 +315,8 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, const GemmOptions&
       w.set_attr(path, "k", run.shape.k);
       w.set_attr(path, "a_format", std::string(fp8::name(run.a_format)));
       w.set_attr(path, "b_format", std::string(fp8::name(run.b_format)));
-      w.set_attr(path, "out_dtype", std::string(gemm_out_name(options.out)));
-      w.set_attr(path, "fast_accum", options.fast_accum ? 1 : 0);
+      w.set_attr(path, "out_dtype", std::string(gemm_out_name(options_.out)));
+      w.set_attr(path, "fast_accum", options_.fast_accum ? 1 : 0);
       w.set_attr(path, "flop", flop);
       w.set_attr(path, "engine", engine_.name());
       w.set_attr(path, "skipped", skipped);
@@ -358,8 +363,10 @@ void run_gemm(PhaseEnv& env) {
     }
     return make_cpu_gemm_engine(cfg.threads > 0 ? cfg.threads : default_threads(ctx));
   });
+  // Only rank 0 groups the hashes by engine description.
   const std::vector<std::string> impl_of_rank =
-      allgather_strings(ctx.world(), engine->implementation());
+      gather_strings(ctx.world(), 0, engine->implementation());
+  const GemmOptions options{parse_gemm_out(cfg.out_dtype), cfg.fast_accum};
   const std::vector<ShapeRun> runs = plan_shapes(cfg, engine_name == "cublaslt");
   refuse_unreachable_steps(
       env, "gemm", static_cast<long>(runs.size()),
@@ -367,12 +374,11 @@ void run_gemm(PhaseEnv& env) {
   env.recorder.write([&](RunWriter& w) {
     w.set_attr(schema::kGemmGroup, "engine", engine_name);
     w.set_attr(schema::kGemmGroup, "planned_shapes", static_cast<std::int64_t>(runs.size()));
-    w.set_attr(schema::kGemmGroup, "accumulation_roundoff",
-               engine->accumulation_roundoff({parse_gemm_out(cfg.out_dtype), cfg.fast_accum}));
+    w.set_attr(schema::kGemmGroup, "accumulation_roundoff", engine->accumulation_roundoff(options));
   });
 
   Progress progress("gemm", static_cast<long>(runs.size()), env.progress);
-  ShapeSweep sweep(env, *engine, impl_of_rank, progress);
+  ShapeSweep sweep(env, *engine, options, impl_of_rank, progress);
   int step_number = 0;
   for (const ShapeRun& run : runs) sweep.run(run, ++step_number);
 }

@@ -68,6 +68,14 @@ class Group {
   bool open_ = true;
 };
 
+// "<what> failed: <NCCL's error> (<its last message>) (NCCL_DEBUG=INFO ...)".
+std::string async_failure(ncclComm_t comm, ncclResult_t state, const std::string& what) {
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  return what + " failed: " + ncclGetErrorString(state) +
+         (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
+         " (NCCL_DEBUG=INFO names the peer and transport)";
+}
+
 // Polls a communicator that is not shared yet (init, split) until it leaves ncclInProgress.
 void wait_until_ready(ncclComm_t comm, const std::string& what) {
   for (;;) {
@@ -75,11 +83,9 @@ void wait_until_ready(ncclComm_t comm, const std::string& what) {
     SD_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      const char* last = ncclGetLastError(comm);
+      const std::string message = async_failure(comm, state, what);
       (void)ncclCommAbort(comm);
-      throw RuntimeFault(what + " failed: " + ncclGetErrorString(state) +
-                         (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
-                         " (NCCL_DEBUG=INFO names the peer and transport)");
+      throw RuntimeFault(message);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
@@ -256,11 +262,8 @@ void NcclComm::wait_ready(const char* what) const {
 }
 
 void NcclComm::throw_async(int state, const char* what) const {
-  const auto rc = static_cast<ncclResult_t>(state);
-  const char* last = ncclGetLastError(comm_.load());
-  throw RuntimeFault(where() + ": " + what + " failed: " + ncclGetErrorString(rc) +
-                     (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
-                     " (NCCL_DEBUG=INFO names the peer and transport)");
+  throw RuntimeFault(
+      async_failure(comm_.load(), static_cast<ncclResult_t>(state), where() + ": " + what));
 }
 
 ncclComm* NcclComm::live() const {

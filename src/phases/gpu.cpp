@@ -32,40 +32,34 @@ GpuChoice choose_gpu(const Context& ctx) {
 #endif
 }
 
-bool every_rank_has_gpu(const Context& ctx, const GpuChoice& gpu) {
-  int all_have = gpu.device >= 0 ? 1 : 0;
-  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all_have, 1, MPI_INT, MPI_MIN, ctx.world()));
-  return all_have != 0;
-}
-
 bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
                      const std::string& setting, const std::string& gpu_value,
                      const std::string& cpu_value, bool exclusive) {
-  if (setting != "auto" && setting != gpu_value) return false;
-  const bool all_have = every_rank_has_gpu(ctx, gpu);
-  int none_shared = !exclusive || gpu.shared.empty() ? 1 : 0;
-  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &none_shared, 1, MPI_INT, MPI_MIN, ctx.world()));
-  if (setting == "auto") {
-    if (all_have && !none_shared && ctx.is_root()) {
-      std::fprintf(stderr,
-                   "shakedown: %s: auto uses %s, not %s: some host runs more ranks than it has "
-                   "GPUs (%s needs one GPU per rank)\n",
-                   key.c_str(), cpu_value.c_str(), gpu_value.c_str(), gpu_value.c_str());
-    }
-    return all_have && none_shared;
+  if (setting == gpu_value) {
+    agreed(ctx.world(), [&] {
+      if (gpu.device < 0) {
+        throw UsageError(key + ": " + gpu_value +
+                         " needs a GPU on every rank, and this rank has none (" + gpu.why_not +
+                         "); use " + cpu_value + " or auto");
+      }
+      if (exclusive && !gpu.shared.empty()) {
+        throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and " + gpu.shared +
+                         "; start one rank per GPU or use " + cpu_value + " or auto");
+      }
+    });
+    return true;
   }
-  agreed(ctx.world(), [&] {
-    if (gpu.device < 0) {
-      throw UsageError(key + ": " + gpu_value +
-                       " needs a GPU on every rank, and this rank has none (" + gpu.why_not +
-                       "); use " + cpu_value + " or auto");
-    }
-    if (exclusive && !gpu.shared.empty()) {
-      throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and " + gpu.shared +
-                       "; start one rank per GPU or use " + cpu_value + " or auto");
-    }
-  });
-  return true;
+  if (setting != "auto") return false;
+  // Every rank has a GPU; and, when the path needs one per rank, none is shared.
+  int every[2] = {gpu.device >= 0 ? 1 : 0, !exclusive || gpu.shared.empty() ? 1 : 0};
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, ctx.world()));
+  if (every[0] != 0 && every[1] == 0 && ctx.is_root()) {
+    std::fprintf(stderr,
+                 "shakedown: %s: auto uses %s, not %s: some host runs more ranks than it has "
+                 "GPUs (%s needs one GPU per rank)\n",
+                 key.c_str(), cpu_value.c_str(), gpu_value.c_str(), gpu_value.c_str());
+  }
+  return every[0] != 0 && every[1] != 0;
 }
 
 void use_gpu(int device) {

@@ -18,9 +18,6 @@ struct GpuChoice {
 // As discovery does: the rank's slot among the ranks of its host picks the GPU (PCI bus order).
 GpuChoice choose_gpu(const Context& ctx);
 
-// 1 on every rank when every rank has a GPU, else 0 (collective over the world).
-bool every_rank_has_gpu(const Context& ctx, const GpuChoice& gpu);
-
 // A phase's choice between its GPU path and its CPU path, the same on every rank (collective).
 // `setting` is the config value of `key`: "auto" takes the GPU path when every rank has a GPU
 // (and, when `exclusive`, no GPU serves two ranks: NCCL); `gpu_value` forces it, and a rank that

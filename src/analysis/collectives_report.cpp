@@ -81,8 +81,7 @@ int format_group(const RunFile& f, const std::string& path, const std::string& t
       std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %10s%s %7lld\n",
                     size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
                     num(med[s], 2).c_str(), num(p95[s], 2).c_str(), num(algbw[s], 3).c_str(),
-                    num(busbw[s], 3).c_str(), fast ? "!" : " ",
-                    static_cast<long long>(wrong_here));
+                    num(busbw[s], 3).c_str(), fast ? "!" : " ", static_cast<long long>(wrong_here));
     }
     os << line;
   }

@@ -166,6 +166,55 @@ GroupVerdict judge_group(const ShapeData& s, std::int64_t g) {
   return v;
 }
 
+// The table row of one shape (what format_gemm prints).
+GemmShapeRow table_row(const ShapeData& s, const std::vector<RankInfo>& ranks) {
+  GemmShapeRow row;
+  row.name = s.name;
+  row.formats = s.a_format + "x" + s.b_format;
+  row.out_dtype = s.out_dtype;
+  row.measured = s.measured;
+  row.skip_reason = s.skip_reason;
+  if (!s.measured) return row;
+  int slowest = -1;
+  row.min_tflops = row.max_tflops = kNaN;
+  for (std::size_t r = 0; r < s.rank_tflops.size(); ++r) {
+    const double v = s.rank_tflops[r];
+    if (std::isnan(v)) continue;
+    if (slowest < 0 || v < s.rank_tflops[static_cast<std::size_t>(slowest)]) {
+      slowest = static_cast<int>(r);
+    }
+    row.min_tflops = std::isnan(row.min_tflops) ? v : std::min(row.min_tflops, v);
+    row.max_tflops = std::isnan(row.max_tflops) ? v : std::max(row.max_tflops, v);
+  }
+  row.median_tflops = median(s.rank_tflops);
+  row.slowest = "-";
+  if (slowest >= 0) {
+    row.slowest = std::to_string(slowest);
+    for (const auto& info : ranks) {
+      if (info.rank == slowest) {
+        row.slowest += " (" + info.hostname + ", node " + std::to_string(info.node_index) + ")";
+      }
+    }
+  }
+  // Over the ranks whose output was checked (rows_checked > 0); a NaN there shows as nan.
+  for (std::size_t r = 0; r < s.ratio.size(); ++r) {
+    if (s.rows[r] == 0) continue;
+    row.err =
+        std::isnan(s.rel_err[r]) || std::isnan(row.err) ? kNaN : std::max(row.err, s.rel_err[r]);
+    row.bound =
+        std::isnan(s.ratio[r]) || std::isnan(row.bound) ? kNaN : std::max(row.bound, s.ratio[r]);
+  }
+  // Bits must agree within a hash group only (same code on the same kind of device).
+  std::map<std::int64_t, std::map<std::uint64_t, int>> distinct;
+  for (std::size_t r = 0; r < s.hash.size(); ++r) ++distinct[s.group[r]][s.hash[r]];
+  int differing = 0;
+  for (const auto& [g, hashes_of_group] : distinct) differing += hashes_of_group.size() > 1;
+  row.hashes = differing == 0 ? "agree (" + std::to_string(s.hash.size()) + ")"
+                              : "differ in " + std::to_string(differing) + " group(s)!";
+  if (distinct.size() > 1) row.hashes += " [" + std::to_string(distinct.size()) + " groups]";
+  return row;
+}
+
 }  // namespace
 
 GemmFindings gemm_findings(const RunFile& file) {
@@ -179,7 +228,11 @@ GemmFindings gemm_findings(const RunFile& file) {
   std::vector<int> hash_bad, bound_bad, slow, lonely, unchecked_ranks;
   std::vector<std::string> hash_lines, bound_lines, slow_lines, skip_lines, note_lines;
   int undetermined = 0, measured = 0;
+  out.engine = file.has_attr(schema::kGemmGroup, "engine")
+                   ? file.attr_string(schema::kGemmGroup, "engine")
+                   : "?";
   for (const ShapeData& s : shapes) {
+    out.rows.push_back(table_row(s, ranks));
     if (!s.measured) {
       skip_lines.push_back("gemm " + s.name + ": skipped: " + s.skip_reason);
       continue;
@@ -245,10 +298,7 @@ GemmFindings gemm_findings(const RunFile& file) {
   slow = unique_ranks(slow);
   lonely = unique_ranks(lonely);
   unchecked_ranks = unique_ranks(unchecked_ranks);
-  std::vector<int> corrupt = hash_bad;
-  corrupt.insert(corrupt.end(), bound_bad.begin(), bound_bad.end());
-  out.corrupt_ranks = static_cast<int>(unique_ranks(corrupt).size());
-  out.corrupt = out.corrupt_ranks > 0 || undetermined > 0;
+  out.corrupt = !hash_bad.empty() || !bound_bad.empty() || undetermined > 0;
 
   CheckResult hash{"gemm.output_hash", CheckStatus::kPass,
                    "every rank's output hash agrees with its peers'"};
@@ -297,69 +347,28 @@ GemmFindings gemm_findings(const RunFile& file) {
   return out;
 }
 
-std::string format_gemm(const RunFile& file, const GemmFindings& findings) {
+std::string format_gemm(const GemmFindings& findings) {
   if (!findings.ran) return "";
   std::ostringstream os;
-  const std::vector<ShapeData> shapes = read_shapes(file);
-  const std::vector<RankInfo> ranks = file.ranks();
-  const std::string engine = file.has_attr(schema::kGemmGroup, "engine")
-                                 ? file.attr_string(schema::kGemmGroup, "engine")
-                                 : "?";
-  os << "  engine " << engine << "; TFLOP/s = 2mnk / time of each rank's median iteration;"
+  os << "  engine " << findings.engine << "; TFLOP/s = 2mnk / time of each rank's median iteration;"
      << " err = max |D - R| / max |R| against fp64, bound = the worst element's error / its "
         "bound\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-22s %-10s %-4s %9s %9s %9s  %-28s %8s %6s  %s\n", "shape",
                 "A x B", "out", "min", "median", "max", "slowest rank", "err", "bound", "hashes");
   os << line;
-  for (const ShapeData& s : shapes) {
-    const std::string formats = s.a_format + "x" + s.b_format;
-    if (!s.measured) {
-      std::snprintf(line, sizeof line, "  %-22s %-10s %-4s skipped: %s\n", s.name.c_str(),
-                    formats.c_str(), s.out_dtype.c_str(), s.skip_reason.c_str());
+  for (const GemmShapeRow& row : findings.rows) {
+    if (!row.measured) {
+      std::snprintf(line, sizeof line, "  %-22s %-10s %-4s skipped: %s\n", row.name.c_str(),
+                    row.formats.c_str(), row.out_dtype.c_str(), row.skip_reason.c_str());
       os << line;
       continue;
     }
-    int slowest = -1;
-    for (std::size_t r = 0; r < s.rank_tflops.size(); ++r) {
-      if (std::isnan(s.rank_tflops[r])) continue;
-      if (slowest < 0 || s.rank_tflops[r] < s.rank_tflops[static_cast<std::size_t>(slowest)]) {
-        slowest = static_cast<int>(r);
-      }
-    }
-    double lo = kNaN, hi = kNaN;
-    for (double v : s.rank_tflops) {
-      if (std::isnan(v)) continue;
-      lo = std::isnan(lo) ? v : std::min(lo, v);
-      hi = std::isnan(hi) ? v : std::max(hi, v);
-    }
-    // Over the ranks whose output was checked (rows_checked > 0); a NaN there shows as nan.
-    double err = 0, bound = 0;
-    for (std::size_t r = 0; r < s.ratio.size(); ++r) {
-      if (s.rows[r] == 0) continue;
-      err = std::isnan(s.rel_err[r]) || std::isnan(err) ? kNaN : std::max(err, s.rel_err[r]);
-      bound = std::isnan(s.ratio[r]) || std::isnan(bound) ? kNaN : std::max(bound, s.ratio[r]);
-    }
-    // Bits must agree within a hash group only (same code on the same kind of device).
-    std::map<std::int64_t, std::map<std::uint64_t, int>> distinct;
-    for (std::size_t r = 0; r < s.hash.size(); ++r) ++distinct[s.group[r]][s.hash[r]];
-    int differing = 0;
-    for (const auto& [g, hashes_of_group] : distinct) differing += hashes_of_group.size() > 1;
-    std::string hashes = differing == 0 ? "agree (" + std::to_string(s.hash.size()) + ")"
-                                        : "differ in " + std::to_string(differing) + " group(s)!";
-    if (distinct.size() > 1) hashes += " [" + std::to_string(distinct.size()) + " groups]";
-    std::string who = "-";
-    if (slowest >= 0) {
-      who = std::to_string(slowest);
-      for (const auto& info : ranks) {
-        if (info.rank == slowest)
-          who += " (" + info.hostname + ", node " + std::to_string(info.node_index) + ")";
-      }
-    }
     std::snprintf(line, sizeof line, "  %-22s %-10s %-4s %9s %9s %9s  %-28s %8.2g %6.2f%s %s\n",
-                  s.name.c_str(), formats.c_str(), s.out_dtype.c_str(), tflops_text(lo).c_str(),
-                  tflops_text(median(s.rank_tflops)).c_str(), tflops_text(hi).c_str(), who.c_str(),
-                  err, bound, bound > 1 || std::isnan(bound) ? "!" : " ", hashes.c_str());
+                  row.name.c_str(), row.formats.c_str(), row.out_dtype.c_str(),
+                  tflops_text(row.min_tflops).c_str(), tflops_text(row.median_tflops).c_str(),
+                  tflops_text(row.max_tflops).c_str(), row.slowest.c_str(), row.err, row.bound,
+                  row.bound > 1 || std::isnan(row.bound) ? "!" : " ", row.hashes.c_str());
     os << line;
   }
   for (const auto& l : findings.lines) os << "  ! " << l << "\n";

@@ -11,17 +11,32 @@
 
 namespace shakedown {
 
-struct GemmFindings {
-  bool ran = false;                 // the file has a /gemm group
-  std::vector<CheckResult> checks;  // gemm.output_hash, gemm.numerics, gemm.stragglers, ...
-  std::vector<std::string> lines;   // one per finding, naming rank, host, node and shape
-  int corrupt_ranks = 0;            // ranks with a differing hash or an out-of-bound output
-  bool corrupt = false;  // corrupt_ranks > 0, or ranks disagree with no majority to name one
+// One shape's row of the gemm table.
+struct GemmShapeRow {
+  std::string name, formats, out_dtype;
+  bool measured = false;
+  std::string skip_reason;                                   // when not measured
+  double min_tflops = 0, median_tflops = 0, max_tflops = 0;  // over ranks' median iterations
+  std::string slowest;                                       // "2 (host, node 0)", "-" for none
+  double err = 0, bound = 0;  // worst normwise error and error/bound over the checked ranks
+  std::string hashes;         // "agree (N)", "differ in G group(s)!" ...
 };
 
-// Straggler thresholds come from the run's own config (checks.straggler_z, _slowdown).
+struct GemmFindings {
+  bool ran = false;                 // the file has a /gemm group
+  std::string engine;               // "cpu" | "cublaslt"
+  std::vector<GemmShapeRow> rows;   // in the order the shapes ran
+  std::vector<CheckResult> checks;  // gemm.output_hash, gemm.numerics, gemm.stragglers, ...
+  std::vector<std::string> lines;   // one per finding, naming rank, host, node and shape
+  // A rank with a differing hash or an out-of-bound output, or ranks that disagree with no
+  // majority to name one: the verdict is DATA CORRUPTION.
+  bool corrupt = false;
+};
+
+// Reads /gemm once. Straggler thresholds come from the run's own config
+// (checks.straggler_z, _slowdown).
 GemmFindings gemm_findings(const RunFile& file);
-// "" when the run has no /gemm.
-std::string format_gemm(const RunFile& file, const GemmFindings& findings);
+// The table and the findings; "" when the run has no /gemm.
+std::string format_gemm(const GemmFindings& findings);
 
 }  // namespace shakedown

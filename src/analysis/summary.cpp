@@ -13,7 +13,8 @@ namespace shakedown {
 Verdict compute_verdict(const RunFile& file) {
   Verdict v;
   std::vector<CheckResult> checks = file.placement_checks();
-  const GemmFindings gemm = gemm_findings(file);
+  v.gemm = gemm_findings(file);
+  const GemmFindings& gemm = v.gemm;
   checks.insert(checks.end(), gemm.checks.begin(), gemm.checks.end());
   for (const auto& c : checks) {
     if (c.status == CheckStatus::kFail) v.failed.push_back(c);
@@ -31,8 +32,7 @@ Verdict compute_verdict(const RunFile& file) {
       reason = file.attr_string("/", schema::kAttrAbortReason);
     }
     v.headline = "ABORTED (status " + meta.status + ")" + (reason.empty() ? "" : ": " + reason);
-  } else if (const std::uint64_t wrong = collectives_wrong(file);
-             wrong > 0 || gemm.corrupt) {
+  } else if (const std::uint64_t wrong = collectives_wrong(file); wrong > 0 || gemm.corrupt) {
     v.code = ExitCode::kRuntime;
     std::vector<std::string> parts;
     if (wrong > 0) {
@@ -66,10 +66,9 @@ std::string format_summary(const RunFile& file, const Verdict& verdict) {
   if (!nodes.empty()) os << "\ninventory\n" << format_inventory(nodes);
   os << "\nclock\n" << format_clock(file.clock_offsets_us(), file.clock_rtt_us());
   if (std::string c = format_collectives(file); !c.empty()) os << "\ncollectives\n" << c;
-  const GemmFindings gemm = gemm_findings(file);
-  if (std::string g = format_gemm(file, gemm); !g.empty()) os << "\ngemm\n" << g;
+  if (std::string g = format_gemm(verdict.gemm); !g.empty()) os << "\ngemm\n" << g;
   // The checks beyond placement (placement is listed above, next to the topology).
-  if (!gemm.checks.empty()) os << "\nchecks\n" << format_checks(gemm.checks);
+  if (!verdict.gemm.checks.empty()) os << "\nchecks\n" << format_checks(verdict.gemm.checks);
   os << "\nverdict: " << verdict.headline << " (exit " << static_cast<int>(verdict.code) << ")\n";
   return os.str();
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gemm_report.hpp"
 #include "core/error.hpp"
 #include "record/reader.hpp"
 
@@ -14,6 +15,7 @@ struct Verdict {
   std::vector<CheckResult> failed;  // checks that failed
   std::vector<CheckResult> warned;
   std::string headline;  // "PASS", "FAIL: placement.gpu_unique, ..." or "ABORTED: reason"
+  GemmFindings gemm;     // read once here; the summary prints it
 };
 
 Verdict compute_verdict(const RunFile& file);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analysis/number_text.hpp"
 #include "record/schema.hpp"
 
 namespace shakedown {
@@ -24,14 +25,6 @@ std::string size_text(std::uint64_t bytes) {
   } else {
     std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   }
-  return buf;
-}
-
-// Fixed decimals, "-" for NaN (sizes that were not measured).
-std::string num(double v, int decimals) {
-  if (std::isnan(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 
@@ -61,7 +54,7 @@ int format_group(const RunFile& f, const std::string& path, const std::string& t
   const auto wrong = f.read_int64(path + "/wrong", &dims);
   const std::size_t world = dims.size() == 2 ? dims[1] : 1;
   os << "  " << title << " (" << f.attr_int64(path, "nranks") << " ranks, busbw = algbw x "
-     << num(f.attr_double(path, "busbw_factor"), 3) << ")\n";
+     << fixed_text(f.attr_double(path, "busbw_factor"), 3) << ")\n";
   char line[160];
   std::snprintf(line, sizeof line, "    %10s %12s %12s %12s %11s %11s %7s\n", "size", "count",
                 "time us", "p95 us", "algbw GB/s", "busbw GB/s", "#wrong");
@@ -80,8 +73,9 @@ int format_group(const RunFile& f, const std::string& path, const std::string& t
       above += fast ? 1 : 0;
       std::snprintf(line, sizeof line, "    %10s %12llu %12s %12s %11s %10s%s %7lld\n",
                     size_text(sizes[s]).c_str(), static_cast<unsigned long long>(counts[s]),
-                    num(med[s], 2).c_str(), num(p95[s], 2).c_str(), num(algbw[s], 3).c_str(),
-                    num(busbw[s], 3).c_str(), fast ? "!" : " ", static_cast<long long>(wrong_here));
+                    fixed_text(med[s], 2).c_str(), fixed_text(p95[s], 2).c_str(),
+                    fixed_text(algbw[s], 3).c_str(), fixed_text(busbw[s], 3).c_str(),
+                    fast ? "!" : " ", static_cast<long long>(wrong_here));
     }
     os << line;
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/number_text.hpp"
 #include "analysis/stragglers.hpp"
 #include "config/load.hpp"
 #include "core/stats.hpp"
@@ -38,18 +39,6 @@ std::string tflops_text(double v) {
   } else {
     std::snprintf(buf, sizeof buf, "%.4f", v);
   }
-  return buf;
-}
-
-// printf's %.<digits>g and %.<digits>f for one value.
-std::string general(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
-std::string fixed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 
@@ -267,20 +256,21 @@ GemmFindings gemm_findings(const RunFile& file) {
       }
       if (s.ratio[r] <= 1.0) continue;  // NaN and inf fail too
       bound_bad.push_back(static_cast<int>(r));
-      bound_lines.push_back(rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name +
-                            " output outside the error bound: |D - R| = " + general(s.ratio[r], 3) +
-                            " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
-                            general(s.expected[r], 9) + ", got " + general(s.got[r], 9));
+      bound_lines.push_back(
+          rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name +
+          " output outside the error bound: |D - R| = " + general_text(s.ratio[r], 3) +
+          " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
+          general_text(s.expected[r], 9) + ", got " + general_text(s.got[r], 9));
     }
     if (!s.unchecked.empty()) note_lines.push_back("gemm " + s.name + ": " + s.unchecked);
     for (const Straggler& st :
          find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
       slow.push_back(st.rank);
       slow_lines.push_back(rank_name(ranks, st.rank) + ": gemm " + s.name + " took " +
-                           general(st.value, 4) + " us (its median iteration), " +
-                           fixed(100 * st.slowdown, 0) + "% longer than the median rank's " +
-                           general(st.median, 4) + " us (robust z " +
-                           (std::isinf(st.z) ? std::string("inf") : fixed(st.z, 1)) + ")");
+                           general_text(st.value, 4) + " us (its median iteration), " +
+                           fixed_text(100 * st.slowdown, 0) + "% longer than the median rank's " +
+                           general_text(st.median, 4) + " us (robust z " +
+                           (std::isinf(st.z) ? std::string("inf") : fixed_text(st.z, 1)) + ")");
     }
   }
   auto unique_ranks = [](std::vector<int> v) {
@@ -333,8 +323,8 @@ GemmFindings gemm_findings(const RunFile& file) {
   out.checks.push_back(numerics);
   out.checks.push_back({"gemm.stragglers", slow.empty() ? CheckStatus::kPass : CheckStatus::kWarn,
                         slow.empty() ? "no rank slower than the median by " +
-                                           fixed(100 * limits.straggler_slowdown, 0) +
-                                           "% with robust z > " + fixed(limits.straggler_z, 1)
+                                           fixed_text(100 * limits.straggler_slowdown, 0) +
+                                           "% with robust z > " + fixed_text(limits.straggler_z, 1)
                                      : list(slow) + " slow (see the gemm findings)"});
   if (!skip_lines.empty()) {
     out.checks.push_back({"gemm.skipped", CheckStatus::kWarn,

@@ -4,8 +4,6 @@
 // output against an fp64 reference within a stated bound (gemm/reference.hpp), and hashes it; the
 // hashes let the analysis name ranks whose output differs from their peers' (silent data
 // corruption). Rank 0 writes one group per shape as soon as it is measured.
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +24,8 @@
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/progress.hpp"
+#include "topology/cpu_list.hpp"
+#include "topology/discovery.hpp"
 
 namespace shakedown {
 
@@ -98,10 +98,8 @@ fp8::Fp8Tensor make_operand(std::int64_t rows, std::int64_t cols, fp8::Format fo
 // gemm.threads 0: the CPUs this rank may run on; when it is not bound (it may use the whole
 // host), that host's CPUs shared among its ranks, so N ranks do not start N x cores threads.
 int default_threads(const Context& ctx) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int allowed = 0;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = CPU_COUNT(&set);
+  const auto cpus = parse_cpu_list(bound_cpus());  // topology's reading of the affinity mask
+  int allowed = cpus ? static_cast<int>(cpus->size()) : 0;
   const int host = static_cast<int>(std::thread::hardware_concurrency());
   if (allowed <= 0) allowed = std::max(1, host);
   if (allowed >= host) allowed /= std::max(1, ctx.host_local_size());

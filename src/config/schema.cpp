@@ -306,7 +306,8 @@ struct ShapesRule {
   GemmShape read_one(const Value& item) const {
     std::vector<std::string> dims;
     if (item.node.IsScalar()) {
-      for (std::string_view part : split(lowercase(item.node.Scalar()), 'x')) {
+      const std::string text = lowercase(item.node.Scalar());  // the parts below point into it
+      for (std::string_view part : split(text, 'x')) {
         dims.emplace_back(trim(part));
       }
     } else if (item.node.IsSequence()) {

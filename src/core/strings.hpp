@@ -1,5 +1,6 @@
 #pragma once
 // Small string helpers every module uses: trimming, splitting, joining, and "did you mean" hints.
+#include <concepts>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,8 +20,18 @@ std::optional<std::string_view> closest_match(std::string_view word,
 // `; did you mean "iters"?` or "" when nothing is close.
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
 
+// trim and split return views into `text`: the caller keeps it alive. Handing them a temporary
+// std::string is refused at compile time (the overloads below), because the views would dangle
+// as soon as the full expression ends, e.g. in `for (auto part : split(lowercase(s), 'x'))`,
+// where the range-for keeps the vector alive but not the string the views point into.
 std::string_view trim(std::string_view text);
 std::string lowercase(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);
+
+template <class S>
+requires std::same_as<S, std::string> std::string_view trim(S&& text) = delete;
+template <class S>
+requires std::same_as<S, std::string> std::vector<std::string_view> split(S&& text,
+                                                                         char separator) = delete;
 
 }  // namespace shakedown

@@ -51,6 +51,18 @@ TEST(ConfigSet, FlowListsAndCommaLists) {
   EXPECT_EQ(with({"gemm.shapes=[128x128x128, [1, 2, 3]]"}).gemm.shapes.size(), 2u);
 }
 
+// Shapes are split into their dimensions; a shape string long enough to live on the heap
+// (16+ characters) was once split out of a temporary and read after it was freed.
+TEST(ConfigSet, LongShapeStringsParse) {
+  EXPECT_EQ(with({"gemm.shapes=16384x16384x16384"}).gemm.shapes,
+            (std::vector<GemmShape>{{16384, 16384, 16384}}));
+  EXPECT_EQ(with({"gemm.shapes=1x1x000000000001"}).gemm.shapes,
+            (std::vector<GemmShape>{{1, 1, 1}}));
+  EXPECT_EQ(with({}, "gemm:\n  shapes: [\"  1024 X 1048576 X 000000000000000512  \"]\n")
+                .gemm.shapes,
+            (std::vector<GemmShape>{{1024, 1048576, 512}}));
+}
+
 TEST(ConfigSet, WholeSectionAsAMapping) {
   const Config config = with({"gemm={iters: 10, warmup: 0}"});
   EXPECT_EQ(config.gemm.iters, 10);

@@ -1,0 +1,40 @@
+// String helpers: trim/split return views, so a temporary string must not be accepted.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/strings.hpp"
+
+namespace shakedown {
+namespace {
+
+template <class T>
+concept SplitAccepts = requires(T&& text) { split(std::forward<T>(text), 'x'); };
+template <class T>
+concept TrimAccepts = requires(T&& text) { trim(std::forward<T>(text)); };
+
+// The views would point into a string that dies at the end of the full expression.
+static_assert(!SplitAccepts<std::string>);
+static_assert(!TrimAccepts<std::string>);
+static_assert(SplitAccepts<std::string_view>);
+static_assert(SplitAccepts<const std::string&>);
+static_assert(TrimAccepts<std::string_view>);
+static_assert(TrimAccepts<std::string&>);
+
+TEST(Strings, SplitKeepsEmptyParts) {
+  EXPECT_EQ(split("a,,b,", ','), (std::vector<std::string_view>{"a", "", "b", ""}));
+  EXPECT_EQ(split("", ','), (std::vector<std::string_view>{""}));
+}
+
+TEST(Strings, SplitAndTrimALongOwnedString) {
+  const std::string text = lowercase("  16384X16384x16384  ");
+  std::vector<std::string> parts;
+  for (std::string_view part : split(text, 'x')) parts.emplace_back(trim(part));
+  EXPECT_EQ(parts, (std::vector<std::string>{"16384", "16384", "16384"}));
+}
+
+}  // namespace
+}  // namespace shakedown

@@ -29,9 +29,10 @@ std::string lowercase(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);
 
 template <class S>
-requires std::same_as<S, std::string> std::string_view trim(S&& text) = delete;
+requires std::same_as<S, std::string> std::string_view trim(S&& text)
+= delete;
 template <class S>
-requires std::same_as<S, std::string> std::vector<std::string_view> split(S&& text,
-                                                                         char separator) = delete;
+requires std::same_as<S, std::string> std::vector<std::string_view> split(S&& text, char separator)
+= delete;
 
 }  // namespace shakedown

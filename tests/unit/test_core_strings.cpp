@@ -12,9 +12,13 @@ namespace shakedown {
 namespace {
 
 template <class T>
-concept SplitAccepts = requires(T&& text) { split(std::forward<T>(text), 'x'); };
+concept SplitAccepts = requires(T&& text) {
+  split(std::forward<T>(text), 'x');
+};
 template <class T>
-concept TrimAccepts = requires(T&& text) { trim(std::forward<T>(text)); };
+concept TrimAccepts = requires(T&& text) {
+  trim(std::forward<T>(text));
+};
 
 // The views would point into a string that dies at the end of the full expression.
 static_assert(!SplitAccepts<std::string>);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 #include "app/app.hpp"
 #include "core/error.hpp"
@@ -16,9 +17,16 @@ std::string join_args(int argc, char** argv) {
   return s;
 }
 
-// Ranks other than 0 stay quiet about errors every rank hits identically (bad flags, bad config).
-bool speaks() {
-  return shakedown::launcher_rank() == 0;
+// A bad command line for `run` or `topo` is seen identically by every rank a launcher started:
+// only the launcher's rank 0 prints it (MPI is not up yet, so the environment is all there is).
+// Every other subcommand runs alone and always prints its own errors, whatever the environment
+// says (SLURM_PROCID is set inside any job step).
+bool reports_parse_error(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "run" || arg == "topo") return shakedown::launcher_rank() == 0;
+  }
+  return true;
 }
 
 }  // namespace
@@ -96,7 +104,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (speaks()) {
+    if (reports_parse_error(argc, argv)) {
       app.exit(e);
       std::cerr << "Run `shakedown --help` for usage.\n";
     }
@@ -117,8 +125,13 @@ int main(int argc, char** argv) {
     if (*summary_cmd) return summary_command(summary_path);
     std::cerr << app.help() << "A subcommand is required.\n";
     return static_cast<int>(ExitCode::kUsage);
+  } catch (const AgreedError& e) {
+    // Every rank has it; the rank that agreed to report it does (rank 0 under MPI).
+    if (e.reporter()) std::cerr << "shakedown: error: " << e.what() << "\n";
+    return static_cast<int>(e.code());
   } catch (const Error& e) {
-    if (speaks()) std::cerr << "shakedown: error: " << e.what() << "\n";
+    // This rank's own error: the others may not have it, so this rank says it.
+    std::cerr << "shakedown: error: " << e.what() << "\n";
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     std::cerr << "shakedown: internal error: " << e.what() << "\n";

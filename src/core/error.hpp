@@ -40,10 +40,18 @@ class OutOfMemory : public RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };
 
-// The same error on every rank (runtime/agree.hpp): one rank reporting it is enough.
+// The same error on every rank (runtime/agree.hpp): one rank reporting it is enough. `reporter`
+// is true on that one rank (rank 0 of the communicator that agreed), decided where the error is
+// raised, while MPI still says who is who: the launcher's environment (OMPI_COMM_WORLD_RANK,
+// SLURM_PROCID) can carry a rank from an enclosing job step and is not evidence.
 class AgreedError : public Error {
  public:
-  using Error::Error;
+  AgreedError(ExitCode code, const std::string& message, bool reporter)
+      : Error(code, message), reporter_(reporter) {}
+  bool reporter() const noexcept { return reporter_; }
+
+ private:
+  bool reporter_;
 };
 
 // Library call failed in a way we did not expect: exit 4 unless the caller knows better.

@@ -27,7 +27,7 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
   }
   SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
   message = bcast_string(ctx.world(), 0, message);
-  if (code != 0) throw Error(static_cast<ExitCode>(code), message);
+  if (code != 0) throw AgreedError(static_cast<ExitCode>(code), message, ctx.is_root());
 }
 
 void Recorder::write(const std::function<void(RunWriter&)>& fn) {

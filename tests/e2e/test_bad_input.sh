@@ -74,6 +74,20 @@ echo "not hdf5" >"$TMP/junk.h5"
 "$SHAKEDOWN" summary "$TMP/junk.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "summary of a non-HDF5 file"
 
+# Inside a job step (SLURM_PROCID, OMPI_COMM_WORLD_RANK set to another rank) without a launcher:
+# commands that run alone print their own errors, and a singleton run is its own rank 0.
+for var in SLURM_PROCID OMPI_COMM_WORLD_RANK; do
+  env "$var=3" "$SHAKEDOWN" summary "$TMP/does-not-exist.h5" >"$TMP/out" 2>&1
+  expect_rc 2 $? "summary with $var=3"
+  expect_in "$TMP/out" "does-not-exist.h5" "summary error printed with $var=3"
+  env "$var=3" "$SHAKEDOWN" plan --nodes 0 --ranks-per-node 1 >"$TMP/out" 2>&1
+  expect_rc 2 $? "plan with a bad flag and $var=3"
+  expect_in "$TMP/out" "nodes" "plan flag error printed with $var=3"
+done
+env SLURM_PROCID=3 "$SHAKEDOWN" run --set collectives.itres=3 >"$TMP/out" 2>&1
+expect_rc 2 $? "bad --set with SLURM_PROCID=3"
+expect_in "$TMP/out" "did you mean.*iters" "bad --set printed with SLURM_PROCID=3"
+
 # An existing result is never overwritten.
 touch "$TMP/exists.h5"
 "$SHAKEDOWN" run --out "$TMP/exists.h5" >"$TMP/out" 2>&1

@@ -82,8 +82,10 @@ class CpuGemmProblem final : public GemmProblem {
     out.cols = n_;
     out.type = out_;
     if (out_ == GemmOut::kBF16) {
-      out.values.resize(d_bf16_.size());
-      for (std::size_t i = 0; i < d_bf16_.size(); ++i) out.values[i] = fp8::bf16_value(d_bf16_[i]);
+      // reserve + push_back rather than resize: GCC 12 at -O3 reports a false null dereference
+      // in vector's default-construction of the new elements (-Wnull-dereference).
+      out.values.reserve(d_bf16_.size());
+      for (const std::uint16_t bits : d_bf16_) out.values.push_back(fp8::bf16_value(bits));
     } else {
       out.values = d_f32_;
     }

@@ -279,8 +279,10 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   const auto iters = static_cast<int>(mine.time_us.size());
   std::vector<double> times, arrivals;
   if (ctx.is_root()) {
-    times.resize(static_cast<std::size_t>(world * iters));
-    arrivals.resize(times.size());
+    // assign, not resize: GCC 12 at -O3 reports a false null dereference in resize's
+    // default-construction (-Wnull-dereference), and the Release build treats it as an error.
+    times.assign(static_cast<std::size_t>(world * iters), 0.0);
+    arrivals.assign(times.size(), 0.0);
   }
   SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
                           0, ctx.world()));

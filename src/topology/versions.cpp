@@ -3,9 +3,11 @@
 #include <H5public.h>
 #include <hwloc.h>
 #include <mpi.h>
-#include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <sstream>
+
+#include "core/dynamic_library.hpp"
 
 #if SHAKEDOWN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -75,14 +77,37 @@ std::string hwloc_version() {
          std::to_string(api & 0xffu) + " (built against " HWLOC_VERSION ")";
 }
 
+// UCX is loaded only where it is used (the link scan): libucs's constructors run at load time
+// and can abort the process (a 64-character host name overflows its log buffer), which must
+// not take down --version or the inventory. If the process has it already (Open MPI's UCX
+// transport loads it during MPI_Init), ask it directly; otherwise load it in a child process.
+std::string ucx_version() {
+  constexpr const char* kLibrary = "libucp.so.0";
+  using VersionFn = const char* (*)();
+  auto ask = [](DynamicLibrary& lib) -> std::string {
+    auto fn = lib.function<VersionFn>("ucp_get_version_string");
+    if (fn == nullptr) return "unavailable (" + lib.error() + ")";
+    const char* text = fn();
+    return text != nullptr ? text : "unavailable (ucp_get_version_string returned null)";
+  };
+  if (DynamicLibrary lib = DynamicLibrary::if_loaded(kLibrary); lib.loaded()) return ask(lib);
+  const ChildProbe probe = probe_in_child(
+      [&] {
+        DynamicLibrary lib = DynamicLibrary::open(kLibrary);
+        return lib.loaded() ? ask(lib) : "unavailable (" + lib.error() + ")";
+      },
+      std::chrono::seconds(10));
+  return probe.ok ? probe.text
+                  : std::string("unavailable (loading ") + kLibrary + " " + probe.text + ")";
+}
+
 }  // namespace
 
 LibraryVersions library_versions() {
   LibraryVersions v;
   v.mpi = mpi_version();
   v.hdf5 = hdf5_version();
-  const char* ucx = ucp_get_version_string();
-  v.ucx = ucx != nullptr ? ucx : "unavailable (ucp_get_version_string returned null)";
+  v.ucx = ucx_version();
   v.hwloc = hwloc_version();
   const char* blas = openblas_get_config();
   v.openblas = openblas_version_string(blas != nullptr ? blas : "");

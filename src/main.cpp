@@ -29,6 +29,12 @@ bool reports_parse_error(int argc, char** argv) {
   return true;
 }
 
+// The one-line message first; a library's error stack, if any, after it.
+void report(const shakedown::Error& e) {
+  std::cerr << "shakedown: error: " << e.what() << "\n";
+  if (!e.detail().empty()) std::cerr << "shakedown: details: " << e.detail() << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,11 +133,11 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {
     // Every rank has it; the rank that agreed to report it does (rank 0 under MPI).
-    if (e.reporter()) std::cerr << "shakedown: error: " << e.what() << "\n";
+    if (e.reporter()) report(e);
     return static_cast<int>(e.code());
   } catch (const Error& e) {
     // This rank's own error: the others may not have it, so this rank says it.
-    std::cerr << "shakedown: error: " << e.what() << "\n";
+    report(e);
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     std::cerr << "shakedown: internal error: " << e.what() << "\n";

@@ -24,7 +24,9 @@ Verdict compute_verdict(const RunFile& file) {
   if (meta.status == schema::kStatusRunning) {
     v.code = ExitCode::kRuntime;
     v.headline =
-        "INCOMPLETE: the run is still going, or died without marking its file (status running)";
+        "INCOMPLETE: the run ended without closing its file (status running: it was killed, "
+        "crashed or ran out of disk space, or it is still going); what it wrote before is shown "
+        "above";
   } else if (meta.status != schema::kStatusComplete) {
     v.code = ExitCode::kRuntime;
     std::string reason;

@@ -51,7 +51,7 @@ void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
     if (ctx.is_root()) watchdog.fail(e.code(), e.what());
     watchdog.await_abort(e.code());
   } catch (const Error& e) {
-    watchdog.fail(e.code(), e.what());
+    watchdog.fail(e.code(), e.what(), e.detail());
   } catch (const std::exception& e) {
     watchdog.fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
   }

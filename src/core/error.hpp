@@ -2,6 +2,7 @@
 // Errors and exit codes shared by every module (DESIGN.md "Exit codes").
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace shakedown {
 
@@ -13,13 +14,18 @@ enum class ExitCode : int {
   kInternal = 4,     // a bug in shakedown
 };
 
+// what() is the one-line message a user reads first: what failed, where, what to do. detail()
+// is optional diagnostic text for the end of the report (a library's whole error stack).
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Error(ExitCode code, const std::string& message, std::string detail = {})
+      : std::runtime_error(message), code_(code), detail_(std::move(detail)) {}
   ExitCode code() const noexcept { return code_; }
+  const std::string& detail() const noexcept { return detail_; }
 
  private:
   ExitCode code_;
+  std::string detail_;
 };
 
 // Bad command line, bad config, contradictory settings: exit 2.
@@ -31,7 +37,8 @@ class UsageError : public Error {
 // Timeouts, failed ranks, I/O errors, wrong data: exit 3.
 class RuntimeFault : public Error {
  public:
-  explicit RuntimeFault(const std::string& message) : Error(ExitCode::kRuntime, message) {}
+  explicit RuntimeFault(const std::string& message, std::string detail = {})
+      : Error(ExitCode::kRuntime, message, std::move(detail)) {}
 };
 
 // An allocation failed (host or device): a sweep records the size as skipped and goes on.

@@ -15,7 +15,12 @@ herr_t collect_error(unsigned /*n*/, const H5E_error2_t* err, void* data) {
   if (!out->empty()) out->append("; ");
   out->append(err->func_name != nullptr ? err->func_name : "?");
   out->append("(): ");
-  out->append(err->desc != nullptr ? err->desc : "");
+  // Some descriptions (the sec2 driver's write errors) carry newlines: keep the stack one line.
+  std::string desc = err->desc != nullptr ? err->desc : "";
+  for (char& c : desc) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  out->append(desc);
   char minor[160] = {};
   if (H5Eget_msg(err->min_num, nullptr, minor, sizeof(minor)) > 0) {
     out->append(" [");
@@ -41,9 +46,25 @@ std::string error_stack() {
   return out;
 }
 
+std::string os_error_in(const std::string& stack) {
+  constexpr std::string_view kKey = "error message = '";
+  const auto start = stack.find(kKey);
+  if (start == std::string::npos) return "";
+  const auto from = start + kKey.size();
+  const auto end = stack.find('\'', from);
+  return end == std::string::npos ? "" : stack.substr(from, end - from);
+}
+
 void fail(const char* expr, const char* file, int line) {
-  throw RuntimeFault(std::string(short_file(file)) + ":" + std::to_string(line) + ": " + expr +
-                     " failed: " + error_stack());
+  const std::string stack = error_stack();
+  const std::string where =
+      std::string(short_file(file)) + ":" + std::to_string(line) + ": " + expr + " failed: ";
+  const std::string os_error = os_error_in(stack);
+  if (!os_error.empty()) throw IoError(where + os_error, "HDF5 error stack: " + stack, os_error);
+  // The innermost entry is the root cause; the rest says which calls it went through.
+  const auto last = stack.rfind("; ");
+  const std::string cause = last == std::string::npos ? stack : stack.substr(last + 2);
+  throw RuntimeFault(where + cause, "HDF5 error stack: " + stack);
 }
 
 }  // namespace detail
@@ -54,15 +75,18 @@ void quiet_errors() {
 
 void rethrow_with_context(const Error& e, const std::string& context) {
   const std::string message = context + ": " + e.what();
+  if (const auto* io = dynamic_cast<const IoError*>(&e)) {
+    throw IoError(message, io->detail(), io->os_error());
+  }
   switch (e.code()) {
     case ExitCode::kUsage:
       throw UsageError(message);
     case ExitCode::kRuntime:
-      throw RuntimeFault(message);
+      throw RuntimeFault(message, e.detail());
     case ExitCode::kInternal:
       throw InternalError(message);
     default:
-      throw Error(e.code(), message);
+      throw Error(e.code(), message, e.detail());
   }
 }
 
@@ -83,9 +107,13 @@ PropList file_access() {
 File create_file(const std::filesystem::path& path) {
   quiet_errors();
   PropList fapl = file_access();
-  // The 1.10 file format: compact chunk indexes (extensible arrays) for the growing datasets,
-  // a fraction of the metadata of the 1.8 B-trees. h5py and pandas on HDF5 >= 1.10 read it.
-  SD_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
+  // A version-2 superblock (low bound 1.8): it has no "open for write" status flag, so a file
+  // whose writer was killed, crashed or hit a full disk stays readable by every HDF5 reader
+  // (h5py, pandas, summary) with all it had flushed; a version-3 superblock (low bound 1.10)
+  // keeps the flag set after such an end and readers refuse the file until `h5clear -s`.
+  // open_file(writable) raises the low bound to 1.10 for the objects it creates, so datasets
+  // still get the 1.10 chunk indexes; the superblock stays version 2.
+  SD_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110));
   // Every write reopens the file, and appends rewrite the last chunk of growing datasets: keep
   // the free-space information in the file so space freed in one session is reused in the next,
   // instead of the file growing by a chunk per append.
@@ -97,6 +125,10 @@ File create_file(const std::filesystem::path& path) {
 File open_file(const std::filesystem::path& path, bool writable) {
   quiet_errors();
   PropList fapl = file_access();
+  // The 1.10 format for what a writer creates: compact chunk indexes (extensible arrays) for
+  // the growing datasets, a fraction of the metadata of the 1.8 B-trees. h5py and pandas on
+  // HDF5 >= 1.10 read it.
+  if (writable) SD_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
   return File(
       SD_H5_CHECK(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get())));
 }

@@ -18,15 +18,32 @@
 #include "core/error.hpp"
 
 // The HDF5 check: evaluates `expr` (any HDF5 call returning hid_t/herr_t/htri_t/ssize_t) and
-// throws shakedown::RuntimeFault with file:line, the call and HDF5's own error stack when it is
-// negative. Returns the value otherwise, so `hid_t id = SD_H5_CHECK(H5Dopen2(...));` works.
+// throws shakedown::RuntimeFault (h5::IoError when the operating system refused a read or write)
+// with file:line, the call and the root cause when it is negative; HDF5's whole error stack is
+// the error's detail(). Returns the value otherwise, so `hid_t id = SD_H5_CHECK(H5Dopen2(...));`
+// works.
 #define SD_H5_CHECK(expr) ::shakedown::h5::detail::check((expr), #expr, __FILE__, __LINE__)
 
 namespace shakedown::h5 {
 
+// An HDF5 call failed because the operating system refused an I/O on the file (disk full, quota,
+// I/O error, read-only file system). os_error() is the system's own words.
+class IoError : public RuntimeFault {
+ public:
+  IoError(const std::string& message, std::string detail, std::string os_error)
+      : RuntimeFault(message, std::move(detail)), os_error_(std::move(os_error)) {}
+  const std::string& os_error() const noexcept { return os_error_; }
+
+ private:
+  std::string os_error_;
+};
+
 namespace detail {
 // HDF5's error stack as one line (outermost call first), then clears it.
 std::string error_stack();
+// The operating system's message inside an HDF5 error stack ("No space left on device" from
+// "errno = 28, error message = 'No space left on device'"), or "" when the stack has none.
+std::string os_error_in(const std::string& stack);
 [[noreturn]] void fail(const char* expr, const char* file, int line);
 template <class T>
 T check(T value, const char* expr, const char* file, int line) {

@@ -33,6 +33,7 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
 void Recorder::write(const std::function<void(RunWriter&)>& fn) {
   if (!writer_) return;
   std::lock_guard lock(mutex_);
+  if (aborted_) return;
   fn(*writer_);
 }
 
@@ -53,6 +54,15 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
     return;
   }
   if (finished_) return;  // complete already: the data is whole, only the shutdown failed
+  aborted_ = true;
+  if (writer_->broken()) {
+    std::fprintf(stderr,
+                 "shakedown: the run file %s keeps status running: it cannot be written (%s); "
+                 "everything written before is readable (shakedown summary %s)\n",
+                 writer_->partial_path().c_str(), writer_->io_error().c_str(),
+                 writer_->partial_path().c_str());
+    return;
+  }
   try {
     writer_->set_attr("/", schema::kAttrAbortReason, reason);
     writer_->finish(schema::kStatusAborted);

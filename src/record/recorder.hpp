@@ -30,14 +30,16 @@ class Recorder {
   }
 
   // Runs `fn` with the writer on rank 0 only (no-op elsewhere). Each RunWriter call flushes and
-  // closes the file, so a phase's data is safe once its write returns.
+  // closes the file, so a phase's data is safe once its write returns. Once the file is marked
+  // aborted (the job is ending under the main thread's feet), writes are dropped.
   void write(const std::function<void(RunWriter&)>& fn);
 
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
   // elsewhere.
   void finish(const std::string& status);
   // From any thread on rank 0: record the reason and mark the file aborted. Gives up (saying so
-  // on stderr) if the writer stays busy, rather than deadlocking a hung run.
+  // on stderr) if the writer stays busy, rather than deadlocking a hung run, and never reopens
+  // a file whose writing failed (a full disk): that file keeps status running, readable.
   void mark_aborted(const std::string& reason) noexcept;
 
  private:
@@ -45,6 +47,7 @@ class Recorder {
   std::optional<RunWriter> writer_;
   std::timed_mutex mutex_;
   bool finished_ = false;
+  bool aborted_ = false;
 };
 
 }  // namespace shakedown

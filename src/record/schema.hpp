@@ -69,7 +69,7 @@ inline constexpr const char* kSlurmProcid = "slurm_procid";
 inline constexpr const char* kSlurmTopologyAddr = "slurm_topology_addr";
 inline constexpr const char* kSlurmTopologyPattern = "slurm_topology_pattern";
 inline constexpr const char* kLeafSwitch = "leaf_switch";  // Slurm's address or topology.blocks
-inline constexpr const char* kBlock = "block";              // NVLink block from topology.blocks
+inline constexpr const char* kBlock = "block";             // NVLink block from topology.blocks
 }  // namespace ranks
 
 // Check tables (placement checks; also the column names of /analysis/checks' first columns).
@@ -158,18 +158,19 @@ inline constexpr const char* kLinkscanRound = "/linkscan/round";     // int64 [P
 
 // ---- /gemm/<shape>/ ----
 inline constexpr const char* kGemmGroup = "/gemm";
-// attrs: order (1, 2, ... as run), m, n, k, a_format, b_format, out_dtype, fast_accum, flop, engine, skipped (0 measured,
-// 2 out of memory; then skip_reason), hash_groups and hash_group_<g> (engine description).
-inline constexpr const char* kGemmTflops = "tflops";           // double [iters, world]
-inline constexpr const char* kGemmTimeUs = "time_us";          // double [iters, world]
-inline constexpr const char* kGemmMaxRelErr = "max_rel_err";   // double [world], normwise
+// attrs: order (1, 2, ... as run), m, n, k, a_format, b_format, out_dtype, fast_accum, flop,
+// engine, skipped (0 measured, 2 out of memory; then skip_reason), hash_groups and hash_group_<g>
+// (engine description).
+inline constexpr const char* kGemmTflops = "tflops";                  // double [iters, world]
+inline constexpr const char* kGemmTimeUs = "time_us";                 // double [iters, world]
+inline constexpr const char* kGemmMaxRelErr = "max_rel_err";          // double [world], normwise
 inline constexpr const char* kGemmErrBoundRatio = "err_bound_ratio";  // double [world], > 1 wrong
-inline constexpr const char* kGemmWorstIndex = "worst_index";   // int64 [world], index in D
-inline constexpr const char* kGemmWorstExpected = "worst_expected";  // double [world], fp64
-inline constexpr const char* kGemmWorstGot = "worst_got";       // double [world]
-inline constexpr const char* kGemmRowsChecked = "rows_checked";  // int64 [world]
-inline constexpr const char* kGemmOutputHash = "output_hash";  // uint64 [world]
-inline constexpr const char* kGemmHashGroup = "hash_group";    // int64 [world]: hash_group_<g>
+inline constexpr const char* kGemmWorstIndex = "worst_index";         // int64 [world], index in D
+inline constexpr const char* kGemmWorstExpected = "worst_expected";   // double [world], fp64
+inline constexpr const char* kGemmWorstGot = "worst_got";             // double [world]
+inline constexpr const char* kGemmRowsChecked = "rows_checked";       // int64 [world]
+inline constexpr const char* kGemmOutputHash = "output_hash";         // uint64 [world]
+inline constexpr const char* kGemmHashGroup = "hash_group";  // int64 [world]: hash_group_<g>
 
 // ---- /train/ ----
 inline constexpr const char* kTrainGroup = "/train";

@@ -44,7 +44,8 @@ RunWriter::RunWriter(RunWriter&& other) noexcept
     : final_path_(std::move(other.final_path_)),
       partial_path_(std::move(other.partial_path_)),
       compression_(other.compression_),
-      state_(std::exchange(other.state_, State::kMovedFrom)) {}
+      state_(std::exchange(other.state_, State::kMovedFrom)),
+      io_error_(std::move(other.io_error_)) {}
 
 RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
   if (this != &other) {
@@ -52,6 +53,7 @@ RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
     partial_path_ = std::move(other.partial_path_);
     compression_ = other.compression_;
     state_ = std::exchange(other.state_, State::kMovedFrom);
+    io_error_ = std::move(other.io_error_);
   }
   return *this;
 }
@@ -66,6 +68,18 @@ void RunWriter::require_open(const std::string& what) const {
     throw InternalError("RunWriter: " + what + " after finish(); '" + final_path_.string() +
                         "' is closed for writing");
   }
+  if (state_ == State::kBroken) {
+    throw h5::IoError("cannot write the run file '" + partial_path_.string() + "': " + io_error_ +
+                          " (an earlier write failed; nothing more is written to it)",
+                      "", io_error_);
+  }
+}
+
+void RunWriter::fail_io(const h5::IoError& e, const std::string& what) {
+  state_ = State::kBroken;
+  io_error_ = e.os_error();
+  throw h5::IoError("cannot write the run file '" + partial_path_.string() + "': " + io_error_,
+                    "while writing " + what + ": " + e.what() + "; " + e.detail(), io_error_);
 }
 
 RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMeta& meta,
@@ -108,6 +122,9 @@ RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMe
       std::filesystem::remove(partial, ec);  // a file without root attributes is of no use
       throw;
     }
+  } catch (const h5::IoError& e) {
+    throw h5::IoError("cannot create the run file '" + partial.string() + "': " + e.os_error(),
+                      std::string(e.what()) + "; " + e.detail(), e.os_error());
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "cannot create run file '" + partial.string() + "' (is folder '" +
                                     (parent.empty() ? std::string(".") : parent.string()) +
@@ -188,6 +205,8 @@ void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& 
     fn(file.get());
     h5::flush(file.get());
     file.close();
+  } catch (const h5::IoError& e) {
+    fail_io(e, what);
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "writing " + what + " to '" + partial_path_.string() + "'");
   }
@@ -201,6 +220,8 @@ void RunWriter::batch(const std::function<void()>& fn) {
   }
   try {
     batch_file_.emplace(h5::open_file(partial_path_, /*writable=*/true));
+  } catch (const h5::IoError& e) {
+    fail_io(e, "a batch of writes");
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "opening '" + partial_path_.string() + "' for writing");
   }
@@ -208,9 +229,13 @@ void RunWriter::batch(const std::function<void()>& fn) {
     std::optional<h5::File>& file;
     ~Close() { file.reset(); }
   } close{batch_file_};
-  fn();
-  h5::flush(batch_file_->get());
-  batch_file_->close();
+  fn();  // its writes go through edit(), which reports their failures
+  try {
+    h5::flush(batch_file_->get());
+    batch_file_->close();
+  } catch (const h5::IoError& e) {
+    fail_io(e, "a batch of writes");
+  }
 }
 
 void RunWriter::append_rows(const std::string& path, std::span<const double> rows,

@@ -104,20 +104,30 @@ class RunWriter {
   const std::filesystem::path& partial_path() const noexcept { return partial_path_; }
   // The file now lives at final_path() and no more writes are accepted.
   bool finished() const noexcept { return state_ == State::kFinished; }
+  // A write failed because the system refused it (disk full, quota, I/O error): the file is
+  // never opened again by this writer (HDF5 may still hold it after the failed flush), every
+  // later write fails with the same cause, and the file keeps status "running"; what was
+  // flushed before stays readable. io_error() is the system's message ("" while not broken).
+  bool broken() const noexcept { return state_ == State::kBroken; }
+  const std::string& io_error() const noexcept { return io_error_; }
 
  private:
-  enum class State { kOpen, kFinished, kMovedFrom };
+  enum class State { kOpen, kFinished, kBroken, kMovedFrom };
   RunWriter(std::filesystem::path final_path, std::filesystem::path partial_path, int compression);
   // InternalError unless the writer is open (not finished, not moved from).
   void require_open(const std::string& what) const;
   // Runs `fn` on the open file: the batch's, or opened, flushed and closed for this call alone.
-  // Errors come out with "writing <what> to '<file>'" in front.
+  // Errors come out with "writing <what> to '<file>'" in front; a refused I/O comes out as
+  // h5::IoError "cannot write the run file '<file>': <system message>" and breaks the writer.
   void edit(const std::string& what, const std::function<void(hid_t)>& fn);
+  // Marks the writer broken by `e` and throws the user-facing IoError.
+  [[noreturn]] void fail_io(const h5::IoError& e, const std::string& what);
 
   std::filesystem::path final_path_;
   std::filesystem::path partial_path_;
   int compression_ = 0;
   State state_ = State::kOpen;
+  std::string io_error_;
   std::optional<h5::File> batch_file_;
 };
 

@@ -240,10 +240,11 @@ bool Watchdog::tripped() const {
   return tripped_;
 }
 
-void Watchdog::fail(ExitCode code, const std::string& message) {
+void Watchdog::fail(ExitCode code, const std::string& message, const std::string& detail) {
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
   const std::string reason = me + ": " + message;
   std::fprintf(stderr, "shakedown: %s\n", reason.c_str());
+  if (!detail.empty()) std::fprintf(stderr, "shakedown: details: %s\n", detail.c_str());
   std::fflush(stderr);
   if (rank_ != 0) {
     // Rank 0 owns the run file: tell it why, so it marks the file aborted before ending the job.

@@ -117,8 +117,9 @@ class Watchdog {
   void stop();
 
   // This rank failed (an exception the others cannot see): print it naming this rank, have rank 0
-  // record it in the run file, and end the job with `code`. Never returns.
-  [[noreturn]] void fail(ExitCode code, const std::string& message);
+  // record it in the run file, and end the job with `code`. `detail` (a library's error stack)
+  // is printed on a line of its own after the message and not recorded. Never returns.
+  [[noreturn]] void fail(ExitCode code, const std::string& message, const std::string& detail = "");
 
   // Another rank (rank 0) is ending the job: wait for it, and end it from here if it does not
   // within a grace period. Never returns.

@@ -1,8 +1,8 @@
 // The HDF5 helper layer (record/h5.hpp): ids, the check macro, attributes, datasets, tables.
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
 #include <unistd.h>
+#include "temp_dir.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -26,8 +26,13 @@ TEST(RecordH5, CheckMacroThrowsWithLocationAndHdf5Message) {
     const std::string what = e.what();
     EXPECT_NE(what.find("test_record_h5.cpp:"), std::string::npos) << what;
     EXPECT_NE(what.find("H5Fopen"), std::string::npos) << what;
-    EXPECT_NE(what.find("unable to open file"), std::string::npos) << what;
+    // The root cause first (the system's words); HDF5's whole stack is the detail.
+    EXPECT_NE(what.find("failed: No such file or directory"), std::string::npos) << what;
+    EXPECT_NE(e.detail().find("unable to open file"), std::string::npos) << e.detail();
     EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    const auto* io = dynamic_cast<const h5::IoError*>(&e);
+    ASSERT_NE(io, nullptr) << "a refused open is an IoError";
+    EXPECT_EQ(io->os_error(), "No such file or directory");
   }
   // The stack was cleared: the next failure reports only its own error.
   EXPECT_EQ(SD_H5_CHECK(H5Eget_num(H5E_DEFAULT)), 0);

@@ -68,13 +68,14 @@ InitGuard::~InitGuard() {
 }
 
 std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
-                                        Watchdog::AbortHook hook) {
+                                        Watchdog::AbortHook hook, const SignalWatch& signals) {
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(ctx.world_size()));
   for (int r = 0; r < ctx.world_size(); ++r) names.push_back(ctx.describe_rank(r));
   Watchdog::Options options;
   options.step_timeout_s = config.timeouts.phase_s;
   options.run_timeout_s = config.timeouts.run_s;
+  options.pending_signal = [&signals] { return signals.pending(); };
   return std::make_unique<Watchdog>(ctx.world(), options, std::move(names), std::move(hook));
 }
 

@@ -6,7 +6,9 @@
 
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "record/recorder.hpp"
 #include "runtime/context.hpp"
+#include "runtime/signals.hpp"
 #include "runtime/watchdog.hpp"
 #include "topology/placement.hpp"
 #include "topology/rank_info.hpp"
@@ -37,9 +39,9 @@ class InitGuard {
 };
 
 // The watchdog for a run: step timeout timeouts.phase_s, whole run timeouts.run_s, ranks named
-// as the Context describes them.
+// as the Context describes them, SIGINT/SIGTERM/SIGHUP read from `signals` (which outlives it).
 std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
-                                        Watchdog::AbortHook hook);
+                                        Watchdog::AbortHook hook, const SignalWatch& signals);
 
 // Runs `body` on every rank. An error ends the job through the watchdog: named and recorded by
 // rank 0 (an AgreedError, the same on every rank, is reported once, by rank 0).
@@ -47,6 +49,9 @@ template <class Body>
 void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
   try {
     body();
+  } catch (const RunAborted& e) {
+    // The watchdog thread is ending the job (it marked the file): stop here and let it.
+    watchdog.await_abort(e.code());
   } catch (const AgreedError& e) {
     if (ctx.is_root()) watchdog.fail(e.code(), e.what());
     watchdog.await_abort(e.code());

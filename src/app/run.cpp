@@ -27,6 +27,7 @@
 #include "runtime/inject.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/progress.hpp"
+#include "runtime/signals.hpp"
 #include "runtime/watchdog.hpp"
 #include "topology/network.hpp"
 
@@ -179,6 +180,8 @@ int report_from_file(const Context& ctx, const std::filesystem::path& out) {
 int run_command(const RunOptions& options, int* argc, char*** argv) {
   InitGuard guard(peek_init_timeout(options.config_path, options.sets));
   MpiEnvironment mpi(argc, argv);
+  // From here a signal is only recorded; the watchdog ends the run with exit 3, file marked.
+  const SignalWatch signals;
 
   // Set-up: each step runs on every rank's own data and fails the same way everywhere.
   const Config config = agreed(MPI_COMM_WORLD, [&] { return effective_config(options); });
@@ -204,8 +207,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
   if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
 
   // From here a failure may be one rank's alone: the watchdog records it and ends the job.
-  auto watchdog =
-      make_watchdog(ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); });
+  auto watchdog = make_watchdog(
+      ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
   int code = 0;
   run_guarded(ctx, *watchdog, [&] {
     run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);

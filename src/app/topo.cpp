@@ -9,6 +9,7 @@
 #include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 #include "runtime/mpi.hpp"
+#include "runtime/signals.hpp"
 #include "runtime/watchdog.hpp"
 #include "topology/network.hpp"
 
@@ -21,6 +22,7 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
   }
   InitGuard guard(peek_init_timeout(options.config_path, sets));
   MpiEnvironment mpi(argc, argv);
+  const SignalWatch signals;
   const Config config =
       agreed(MPI_COMM_WORLD, [&] { return load_run_config(options.config_path, sets); });
   Context ctx = agreed(MPI_COMM_WORLD, [&] {
@@ -30,7 +32,7 @@ int topo_command(const TopoOptions& options, int* argc, char*** argv) {
       agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
   guard.disarm();
 
-  auto watchdog = make_watchdog(ctx, config, nullptr);
+  auto watchdog = make_watchdog(ctx, config, nullptr, signals);
   int code = 0;
   run_guarded(ctx, *watchdog, [&] {
     watchdog->step("topology");

@@ -5,7 +5,7 @@
 namespace shakedown {
 
 void timed_loop(Comm& comm, const TimedCall& c, int iters, double clock_offset_us, double* time_us,
-                double* arrival_us) {
+                double* arrival_us, std::atomic<std::int64_t>* done) {
   for (int it = 0; it < iters; ++it) {
     comm.barrier();
     const double t0 = now_us();
@@ -14,6 +14,7 @@ void timed_loop(Comm& comm, const TimedCall& c, int iters, double clock_offset_u
     const double t1 = now_us();
     arrival_us[it] = t0 - clock_offset_us;
     time_us[it] = t1 - t0;
+    if (done != nullptr) done->store(it + 1, std::memory_order_relaxed);
   }
 }
 

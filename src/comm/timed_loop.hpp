@@ -3,6 +3,7 @@
 // overhead benchmark measures exactly the code the phase runs. Per iteration: barrier, stamp the
 // (clock-aligned) arrival, run, wait for completion, stamp. Nothing else happens between the
 // stamps: no allocation, no logging, no branch but the iteration count.
+#include <atomic>
 #include <cstdint>
 
 #include "comm/comm.hpp"
@@ -20,8 +21,9 @@ struct TimedCall {
 };
 
 // Writes `iters` durations (us) to time_us and arrival stamps (us, local clock minus
-// `clock_offset_us`) to arrival_us.
+// `clock_offset_us`) to arrival_us. `done`, when given, counts the finished iterations after
+// each stamp (a relaxed store: the watchdog reads it to tell a slow step from a hung one).
 void timed_loop(Comm& comm, const TimedCall& call, int iters, double clock_offset_us,
-                double* time_us, double* arrival_us);
+                double* time_us, double* arrival_us, std::atomic<std::int64_t>* done = nullptr);
 
 }  // namespace shakedown

@@ -124,7 +124,7 @@ class Sweep {
       const std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
                                 std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
                                 format_size(bytes);
-      step(label);
+      step(label, plan_step(bytes));
       RankSample mine;
       mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
@@ -135,15 +135,37 @@ class Sweep {
       // the size is skipped everywhere instead of leaving the others waiting.
       SD_MPI_CHECK(
           MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
-      if (skipped == kMeasured && scope_.comm != nullptr) measure(counts, bytes, buffers, mine);
+      if (skipped == kMeasured && scope_.comm != nullptr) {
+        measure(counts, bytes, buffers, mine);
+        if (const double us = median(mine.time_us); std::isfinite(us) && bytes > 0) {
+          last_bytes_ = bytes;
+          last_iter_us_ = us;
+        }
+      }
       wrong_total += record(bytes, counts, skipped, mine, label);
     }
     return wrong_total;
   }
 
  private:
-  void step(const std::string& label) {
-    begin_measured_step(env_, "collectives", ++*step_counter_, label, *progress_);
+  void step(const std::string& label, const Watchdog::StepPlan& plan) {
+    begin_measured_step(env_, "collectives", ++*step_counter_, label, *progress_, plan);
+  }
+
+  // The timed iterations the watchdog counts, and the step's length scaled from the last size
+  // measured (bandwidth-bound: time grows with bytes), so a timeout can say "estimated at 140 s
+  // from the 8 GiB rate" rather than call a long step a hang.
+  Watchdog::StepPlan plan_step(std::uint64_t bytes) const {
+    const CollectivesConfig& cfg = env_.config.collectives;
+    Watchdog::StepPlan plan;
+    plan.total = iterations(bytes);
+    if (last_bytes_ > 0 && last_iter_us_ > 0) {
+      const int runs = (cfg.validate != "off" ? 1 : 0) + cfg.warmup + iterations(bytes);
+      plan.expected_s = last_iter_us_ * 1e-6 * static_cast<double>(bytes) /
+                        static_cast<double>(last_bytes_) * runs;
+      plan.basis = "the " + format_size(last_bytes_) + " rate";
+    }
+    return plan;
   }
 
   void write_header(std::size_t nsizes) {
@@ -239,10 +261,12 @@ class Sweep {
         const double t1 = now_us();
         a[it] = t0 - offset;
         t[it] = t1 - t0;
+        env_.watchdog.progress().store(it + 1, std::memory_order_relaxed);
         check();
       }
     } else {
-      timed_loop(comm, {info_.kind, send, recv, counts.unit, dtype_, op_, 0}, iters, offset, t, a);
+      timed_loop(comm, {info_.kind, send, recv, counts.unit, dtype_, op_, 0}, iters, offset, t, a,
+                 &env_.watchdog.progress());
     }
   }
 
@@ -269,6 +293,8 @@ class Sweep {
   bool in_place_;
   int* step_counter_;
   std::string path_;
+  std::uint64_t last_bytes_ = 0;  // the last size this rank measured, and its median iteration
+  double last_iter_us_ = 0;
 };
 
 std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,

@@ -141,7 +141,9 @@ class ShapeSweep {
     const GemmConfig& cfg = env_.config.gemm;
     const Context& ctx = env_.ctx;
     const std::string label = "gemm " + run.name;
-    begin_measured_step(env_, "gemm", step_number, label, progress_);
+    Watchdog::StepPlan plan;
+    plan.total = cfg.iters;
+    begin_measured_step(env_, "gemm", step_number, label, progress_, plan);
 
     RankResult mine;
     mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
@@ -183,10 +185,12 @@ class ShapeSweep {
     for (int i = 0; i < cfg.warmup; ++i) problem.run();
     double* t = out.time_us.data();
     const int iters = cfg.iters;
+    std::atomic<std::int64_t>& done = env_.watchdog.progress();
     for (int i = 0; i < iters; ++i) {
       const double t0 = now_us();
       problem.run();
       t[i] = now_us() - t0;
+      done.store(i + 1, std::memory_order_relaxed);
     }
     if (auto sdc = env_.faults.find("sdc", env_.ctx.rank(), "gemm");
         sdc && (sdc->step == 0 || sdc->step == step_number)) {

@@ -23,13 +23,13 @@ void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long step
 }
 
 void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
-                         Progress& progress) {
+                         Progress& progress, const Watchdog::StepPlan& plan) {
   if (auto stall = env.faults.find("stall", env.ctx.rank(), phase); stall && stall->step == n) {
     std::fprintf(stderr, "shakedown: inject: %s stalls %.0f s before '%s'\n",
                  env.ctx.describe_rank(env.ctx.rank()).c_str(), stall->seconds, label.c_str());
     std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
   }
-  env.watchdog.step(label);
+  env.watchdog.step(label, env.config.timeouts.phase_s, plan);
   // The progress line shows the label without the phase name in front.
   progress.update(n - 1, label.substr(label.find(' ') + 1));
 }

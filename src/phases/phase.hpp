@@ -31,8 +31,10 @@ struct PhaseEntry {
 
 // The phase's n-th measured step (1, 2, ...) begins: plants an injected stall meant for it (the
 // --inject stall:...,step=N self-test), then tells the watchdog and the progress line.
+// `plan` tells the watchdog how many timed iterations the step counts (with
+// env.watchdog.progress()) and, when the phase can tell, how long the step should take.
 void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
-                         Progress& progress);
+                         Progress& progress, const Watchdog::StepPlan& plan);
 
 // Refuses (UsageError, the same on every rank) an injected fault for a step the phase will
 // never reach: it would pass silently. `steps` is how many measured steps the phase has, and

@@ -33,13 +33,14 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
 void Recorder::write(const std::function<void(RunWriter&)>& fn) {
   if (!writer_) return;
   std::lock_guard lock(mutex_);
-  if (aborted_) return;
+  if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
   fn(*writer_);
 }
 
 void Recorder::finish(const std::string& status) {
   if (!writer_) return;
   std::lock_guard lock(mutex_);
+  if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
   if (finished_) return;
   writer_->finish(status);
   finished_ = true;

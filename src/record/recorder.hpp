@@ -17,6 +17,13 @@
 
 namespace shakedown {
 
+// Thrown on rank 0's main thread by a write after the file was marked aborted: the job is being
+// ended (a signal, a failure elsewhere) and this thread should stop where it is and wait.
+class RunAborted : public RuntimeFault {
+ public:
+  using RuntimeFault::RuntimeFault;
+};
+
 class Recorder {
  public:
   // Collective over ctx.world(). Throws the same error on every rank if rank 0 cannot create it.
@@ -31,7 +38,7 @@ class Recorder {
 
   // Runs `fn` with the writer on rank 0 only (no-op elsewhere). Each RunWriter call flushes and
   // closes the file, so a phase's data is safe once its write returns. Once the file is marked
-  // aborted (the job is ending under the main thread's feet), writes are dropped.
+  // aborted (the job is ending under the main thread's feet), it throws RunAborted instead.
   void write(const std::function<void(RunWriter&)>& fn);
 
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op

@@ -7,20 +7,29 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+#include <fstream>
+
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/signals.hpp"
 
 namespace shakedown {
 
 namespace {
-constexpr int kTag = 7302;          // PositionMessage
-constexpr int kFailTag = 7303;      // int exit code, then the failing rank's message
-constexpr int kAbortTag = 7304;     // rank 0 -> the others: run your local aborts (one int)
-constexpr int kAbortAckTag = 7305;  // the others -> rank 0: local aborts done (one int)
+constexpr int kTag = 7302;           // PositionMessage
+constexpr int kFailTag = 7303;       // int exit code, then the failing rank's message
+constexpr int kAbortTag = 7304;      // rank 0 -> the others: run your local aborts (one int)
+constexpr int kAbortAckTag = 7305;   // the others -> rank 0: local aborts done (one int)
+constexpr int kInterruptTag = 7306;  // the others -> rank 0: this rank got a signal (one int)
+constexpr int kPingTag = 7307;       // rank 0 -> the others: report your position now (one int)
 constexpr std::size_t kMaxLabel = 240;
+constexpr std::size_t kMaxBasis = 64;
 constexpr std::int64_t kDoneSeq = -1;
 constexpr std::size_t kMaxNamed = 8;  // ranks named in one message before "and N more"
 
@@ -29,18 +38,77 @@ std::string format_seconds(double s) {
   os << (s >= 10 ? std::round(s) : std::round(s * 10) / 10) << " s";
   return os.str();
 }
+
+// "rank 1, rank 2 and 3 more ranks"
+std::string name_list(const std::vector<int>& ranks,
+                      const std::function<std::string(std::size_t)>& name) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < ranks.size() && i < kMaxNamed; ++i) {
+    os << (i ? ", " : "") << name(static_cast<std::size_t>(ranks[i]));
+  }
+  if (ranks.size() > kMaxNamed) os << " and " << ranks.size() - kMaxNamed << " more ranks";
+  return os.str();
+}
+
+// The boot id and pid namespace: processes with the same identity can be looked up in /proc.
+std::string host_identity() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  char ns[128] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  return local_hostname() + "|" + boot + "|" +
+         (n > 0 ? std::string(ns, static_cast<std::size_t>(n)) : "");
+}
+
+// A process on this host: stopped, ended, or (as far as /proc says) running.
+Liveness process_state(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return Liveness::kGone;
+  std::string text;
+  std::getline(stat, text);            // one line
+  const auto close = text.rfind(')');  // the state follows the parenthesised command name
+  if (close == std::string::npos || close + 2 >= text.size()) return Liveness::kSilent;
+  const char state = text[close + 2];
+  if (state == 'T' || state == 't') return Liveness::kStopped;
+  if (state == 'Z' || state == 'X' || state == 'x') return Liveness::kGone;
+  return Liveness::kSilent;
+}
 }  // namespace
+
+std::string liveness_text(Liveness liveness) {
+  switch (liveness) {
+    case Liveness::kAnswering:
+      return "it is answering";
+    case Liveness::kSilent:
+      return "its process is frozen or dead, or its node is down";
+    case Liveness::kStopped:
+      return "its process is stopped (SIGSTOP, a debugger or a frozen job step)";
+    case Liveness::kGone:
+      return "its process has ended";
+  }
+  return "";
+}
 
 // A rank's position as its watchdog thread reports it to rank 0.
 struct PositionMessage {
   std::int64_t seq;
   double timeout_s;
+  std::int64_t total;
+  std::int64_t done;
+  double expected_s;
   char label[kMaxLabel];
+  char basis[kMaxBasis];
+};
+
+struct Watchdog::Report {
+  PositionMessage msg;
+  double stuck_s;  // seconds since this rank entered its current step
 };
 
 StallReport assess_positions(const std::vector<RankPosition>& positions,
                              const std::vector<std::string>& rank_names,
-                             const std::map<std::int64_t, StepSeen>& steps) {
+                             const std::map<std::int64_t, StepSeen>& steps,
+                             const AssessLimits& limits) {
   StallReport report;
   if (positions.empty()) return report;
   auto name = [&](std::size_t r) {
@@ -50,14 +118,95 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
                                       [](const auto& a, const auto& b) { return a.seq < b.seq; });
   const std::int64_t behind = lo->seq;
   const std::int64_t furthest = hi->seq;
+  // "rank 2 (...) stopped answering 12 s ago: its process is stopped (...)" for each silent
+  // rank among `ranks`, or "" when all of them answer.
+  auto silence = [&](const std::vector<int>& ranks) {
+    std::ostringstream os;
+    for (int r : ranks) {
+      const RankPosition& p = positions[static_cast<std::size_t>(r)];
+      if (p.liveness == Liveness::kAnswering) continue;
+      os << (os.tellp() > 0 ? "; " : "") << name(static_cast<std::size_t>(r))
+         << " stopped answering " << format_seconds(p.silent_s)
+         << " ago: " << liveness_text(p.liveness);
+    }
+    return os.str();
+  };
   std::ostringstream os;
   if (behind == furthest) {
     auto it = steps.find(furthest);
     if (it == steps.end() || it->second.since_s <= it->second.timeout_s) return report;
+    const StepSeen& step = it->second;
+    std::vector<int> silent;
+    bool late = false;  // answering, but not lately: it may be going silent
+    for (std::size_t r = 0; r < positions.size(); ++r) {
+      if (positions[r].liveness != Liveness::kAnswering) silent.push_back(static_cast<int>(r));
+      if (positions[r].liveness == Liveness::kAnswering && positions[r].silent_s > limits.late_s) {
+        late = true;
+      }
+    }
+    if (silent.empty() && late) return report;  // decide once it answers or falls silent
     report.stalled = true;
-    os << "no rank finished '" << it->second.label << "' within "
-       << format_seconds(it->second.timeout_s) << ": all " << positions.size()
-       << " ranks are inside it (a hang in the fabric, the MPI/NCCL library or the phase itself)";
+    if (!silent.empty()) {
+      // (a) Frozen or dead ranks inside a collective: the others wait for them in it.
+      report.laggards = silent;
+      os << silence(silent) << (silent.size() == 1 ? "; it was" : "; they were") << " inside '"
+         << step.label << "', where the other " << positions.size() - silent.size() << " of "
+         << positions.size() << " ranks have waited for " << format_seconds(step.since_s)
+         << " (timeout " << format_seconds(step.timeout_s) << ")";
+      report.message = os.str();
+      return report;
+    }
+    // Every rank answers. The slowest one's progress says whether the step moves at all.
+    const auto slowest = std::min_element(
+        positions.begin(), positions.end(),
+        [](const RankPosition& a, const RankPosition& b) { return a.done < b.done; });
+    const bool counted = step.total > 0 || slowest->done > 0;
+    // Moving: its count changed lately, or within two of its own average iterations (one
+    // iteration of a huge collective may take longer than the limits). Still for longer than
+    // the pause limit: stuck. In between, wait for the count to move or to stay still.
+    const double per_iteration_s =
+        slowest->done > 0 ? step.since_s / static_cast<double>(slowest->done) : 0;
+    const bool moving =
+        slowest->done > 0 && slowest->idle_s < std::max(limits.late_s, 2 * per_iteration_s);
+    if (!moving && slowest->done > 0 && slowest->idle_s < limits.progress_idle_s) {
+      report.stalled = false;
+      return report;
+    }
+    if (moving) {
+      // (c) Alive and progressing, only slower than the timeout allows.
+      const double rate = static_cast<double>(slowest->done) / step.since_s;
+      os << "all " << positions.size() << " ranks are alive and progressing in '" << step.label
+         << "' (" << slowest->done;
+      if (step.total > 0) os << " of " << step.total;
+      os << " iterations done on the slowest rank), but the step needs longer than its timeout of "
+         << format_seconds(step.timeout_s);
+      if (step.total > 0 && rate > 0) {
+        os << ": about " << format_seconds(static_cast<double>(step.total) / rate)
+           << " at the current rate";
+      }
+      os << "; raise timeouts.phase_s or make the step smaller (fewer iterations or sizes)";
+      report.message = os.str();
+      return report;
+    }
+    if (slowest->done == 0 && step.expected_s > step.timeout_s) {
+      // (c) The phase expected the step to outlast the timeout.
+      os << "all " << positions.size() << " ranks are alive inside '" << step.label
+         << "', which was estimated at " << format_seconds(step.expected_s)
+         << (step.basis.empty() ? "" : " from " + step.basis) << "; its timeout is "
+         << format_seconds(step.timeout_s)
+         << ": raise timeouts.phase_s or make the step smaller (fewer iterations or sizes)";
+      report.message = os.str();
+      return report;
+    }
+    // (b) Alive but stuck.
+    os << "no rank finished '" << step.label << "' within " << format_seconds(step.timeout_s)
+       << ": all " << positions.size() << " ranks are alive and inside it";
+    if (counted) {
+      os << " with no progress for " << format_seconds(slowest->idle_s) << " (" << slowest->done;
+      if (step.total > 0) os << " of " << step.total;
+      os << " iterations done on the slowest rank)";
+    }
+    os << " (a hang in the fabric, the MPI/NCCL library or the phase itself)";
     report.message = os.str();
     return report;
   }
@@ -78,15 +227,10 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
       between.push_back(static_cast<int>(r));
     }
   }
-  for (std::size_t i = 0; i < report.laggards.size() && i < kMaxNamed; ++i) {
-    os << (i ? ", " : "") << name(static_cast<std::size_t>(report.laggards[i]));
-  }
-  if (report.laggards.size() > kMaxNamed) {
-    os << " and " << report.laggards.size() - kMaxNamed << " more ranks";
-  }
-  os << " did not reach '" << next->second.label << "' within " << format_seconds(limit_s)
-     << " (last at '" << lo->label << "'); " << positions.size() - report.laggards.size() << " of "
-     << positions.size() << " ranks got there";
+  os << name_list(report.laggards, name) << " did not reach '" << next->second.label << "' within "
+     << format_seconds(limit_s) << " (last at '" << lo->label << "'); "
+     << positions.size() - report.laggards.size() << " of " << positions.size()
+     << " ranks got there";
   if (!between.empty()) {
     os << " (";
     for (std::size_t i = 0; i < between.size() && i < kMaxNamed; ++i) {
@@ -95,8 +239,40 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
     }
     os << ", probably waiting for them)";
   }
+  if (const std::string silent = silence(report.laggards); !silent.empty()) os << "; " << silent;
   report.message = os.str();
   return report;
+}
+
+std::string interrupt_reason(int signal, const std::string& signalled_rank,
+                             const std::vector<std::pair<std::string, Liveness>>& silent) {
+  const std::string sig = signal_name(signal);
+  if (silent.empty()) {
+    return "interrupted by " + sig + " on " + signalled_rank + ": " + signal_cause(signal);
+  }
+  std::vector<std::string> gone, unknown;
+  for (const auto& [name, liveness] : silent) {
+    (liveness == Liveness::kGone ? gone : unknown).push_back(name);
+  }
+  auto join_names = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < kMaxNamed; ++i)
+      out += (i ? ", " : "") + names[i];
+    if (names.size() > kMaxNamed)
+      out += " and " + std::to_string(names.size() - kMaxNamed) + " more ranks";
+    return out;
+  };
+  std::string out;
+  if (!gone.empty()) {
+    out = join_names(gone) + " ended unexpectedly (" +
+          (gone.size() == 1 ? "its process is gone" : "their processes are gone") +
+          "), and the launcher then ended the job (" + sig + " on " + signalled_rank + ")";
+    if (!unknown.empty()) out += "; " + join_names(unknown) + " did not answer either";
+    return out;
+  }
+  return "the job was ended by the launcher (" + sig + " on " + signalled_rank + "); " +
+         join_names(unknown) +
+         " did not answer (it may have ended first: a crash or a kill, or it is frozen)";
 }
 
 void abort_job(ExitCode code) {
@@ -112,6 +288,14 @@ Watchdog::Watchdog(MPI_Comm world, Options options, std::vector<std::string> ran
   comm_ = comm_dup(world);
   rank_ = comm_rank(comm_.get());
   size_ = comm_size(comm_.get());
+  const std::vector<std::string> ids =
+      allgather_strings(comm_.get(), std::to_string(getpid()) + " " + host_identity());
+  for (const std::string& id : ids) {
+    const auto space = id.find(' ');
+    pids_.push_back(std::stol(id.substr(0, space)));
+    host_ids_.push_back(space == std::string::npos ? "" : id.substr(space + 1));
+  }
+  skip_ack_.assign(static_cast<std::size_t>(size_), false);
   start_us_ = now_us();
   step_started_us_ = start_us_;
   timeout_s_ = options_.step_timeout_s;
@@ -195,7 +379,9 @@ void Watchdog::notify_peers_and_wait() {
   // so the watchdog thread reading its own messages meanwhile can never take one from under us.
   // A peer whose local aborts time out acks after the grace period and one poll: wait that long.
   const double deadline = started + (2 * options_.abort_grace_s + 2 * options_.poll_s) * 1e6;
-  while (abort_acks_.load() < size_ - 1 && now_us() < deadline) {
+  int expected = 0;  // ranks known to be silent will not answer: do not wait for them
+  for (int r = 1; r < size_; ++r) expected += skip_ack_[static_cast<std::size_t>(r)] ? 0 : 1;
+  while (abort_acks_.load() < expected && now_us() < deadline) {
     int flag = 0;
     MPI_Message message;
     if (MPI_Improbe(MPI_ANY_SOURCE, kAbortAckTag, comm_.get(), &flag, &message,
@@ -210,14 +396,30 @@ void Watchdog::notify_peers_and_wait() {
   }
 }
 
-void Watchdog::step(const std::string& label, double timeout_s) {
+void Watchdog::step(const std::string& label, double timeout_s, const StepPlan& plan) {
   std::lock_guard lock(mutex_);
   ++seq_;
   label_ = label.substr(0, kMaxLabel - 1);
   timeout_s_ = timeout_s;
   step_started_us_ = now_us();
+  plan_ = plan;
+  progress_.store(0, std::memory_order_relaxed);
   // No notify: the thread reports the latest position once per poll, so a thousand quick steps
   // cost rank 0 a handful of messages, not a thousand.
+}
+
+Watchdog::Report Watchdog::current() const {
+  Report r{};
+  std::lock_guard lock(mutex_);
+  r.msg.seq = seq_;
+  r.msg.timeout_s = timeout_s_;
+  r.msg.total = plan_.total;
+  r.msg.done = progress_.load(std::memory_order_relaxed);
+  r.msg.expected_s = plan_.expected_s;
+  std::strncpy(r.msg.label, label_.c_str(), kMaxLabel - 1);
+  std::strncpy(r.msg.basis, plan_.basis.c_str(), kMaxBasis - 1);
+  r.stuck_s = (now_us() - step_started_us_) * 1e-6;
+  return r;
 }
 
 void Watchdog::barrier(MPI_Comm comm, const std::string& label) {
@@ -293,22 +495,23 @@ void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
 }
 
 void Watchdog::run_peer() {
-  std::int64_t sent = -2;
+  std::int64_t sent_seq = -2;
+  std::int64_t sent_done = -1;
+  double sent_us = 0;
+  double interrupted_us = 0;  // when this rank told rank 0 it got a signal
+  int interrupt_word = 0;
+  MPI_Request interrupt_request = MPI_REQUEST_NULL;
+  const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
   for (;;) {
-    PositionMessage msg{};
     bool stopping = false;
-    double stuck_s = 0;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s),
                      [&] { return stop_requested_; });
-      if (abandon_) return;
+      if (abandon_) break;
       stopping = stop_requested_;
-      msg.seq = seq_;
-      msg.timeout_s = timeout_s_;
-      std::strncpy(msg.label, label_.c_str(), kMaxLabel - 1);
-      stuck_s = (now_us() - step_started_us_) * 1e-6;
     }
+    Report now = current();
     // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
     int notice = 0;
     if (MPI_Iprobe(0, kAbortTag, comm_.get(), &notice, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
@@ -318,43 +521,117 @@ void Watchdog::run_peer() {
       run_local_aborts(options_.abort_grace_s);
       MPI_Send(&word, 1, MPI_INT, 0, kAbortAckTag, comm_.get());
     }
-    if (msg.seq != sent) {
-      if (MPI_Send(&msg, sizeof msg, MPI_BYTE, 0, kTag, comm_.get()) != MPI_SUCCESS) return;
-      sent = msg.seq;
+    // Rank 0 asks who is still there (after a signal): answer at once.
+    bool ping = false;
+    int pinged = 0;
+    if (MPI_Iprobe(0, kPingTag, comm_.get(), &pinged, MPI_STATUS_IGNORE) == MPI_SUCCESS && pinged) {
+      int word = 0;
+      MPI_Recv(&word, 1, MPI_INT, 0, kPingTag, comm_.get(), MPI_STATUS_IGNORE);
+      ping = true;
+    }
+    // A signal: rank 0 marks the file and ends the job; this rank only tells it.
+    if (interrupted_us == 0 && options_.pending_signal) {
+      if (const int signal = options_.pending_signal(); signal != 0) {
+        interrupt_word = signal;
+        interrupted_us = now_us();
+        MPI_Isend(&interrupt_word, 1, MPI_INT, 0, kInterruptTag, comm_.get(), &interrupt_request);
+      }
+    }
+    // The position when it changed, and at least once per heartbeat: silence means trouble.
+    const double t = now_us();
+    if (ping || now.msg.seq != sent_seq || now.msg.done != sent_done ||
+        (t - sent_us) * 1e-6 >= options_.heartbeat_s) {
+      if (MPI_Send(&now.msg, sizeof now.msg, MPI_BYTE, 0, kTag, comm_.get()) != MPI_SUCCESS) break;
+      sent_seq = now.msg.seq;
+      sent_done = now.msg.done;
+      sent_us = t;
     }
     if (stopping) {
-      msg.seq = kDoneSeq;
-      MPI_Send(&msg, sizeof msg, MPI_BYTE, 0, kTag, comm_.get());
-      return;
+      now.msg.seq = kDoneSeq;
+      MPI_Send(&now.msg, sizeof now.msg, MPI_BYTE, 0, kTag, comm_.get());
+      break;
+    }
+    if (interrupted_us > 0 && (t - interrupted_us) * 1e-6 > options_.interrupt_grace_s) {
+      abort_run(ExitCode::kRuntime,
+                "interrupted by " + signal_name(interrupt_word) + " on " + me +
+                    ", and rank 0 did not end the job within " +
+                    format_seconds(options_.interrupt_grace_s) +
+                    " (it may be gone: the run file then keeps status running)",
+                true);
+      break;
     }
     // Rank 0 normally ends a stalled run; if rank 0 itself is gone, leave on our own, later.
-    if (stuck_s > 2 * msg.timeout_s + 30) {
+    if (now.stuck_s > 2 * now.msg.timeout_s + 30) {
       abort_run(ExitCode::kRuntime,
-                "TIMEOUT: " + rank_names_[static_cast<std::size_t>(rank_)] +
-                    " made no progress at '" + msg.label + "' for " + format_seconds(stuck_s) +
+                "TIMEOUT: " + me + " made no progress at '" + now.msg.label + "' for " +
+                    format_seconds(now.stuck_s) +
                     " and rank 0 did not end the run (rank 0 may be dead or hung)",
                 true);
-      return;
+      break;
+    }
+  }
+  if (interrupt_request != MPI_REQUEST_NULL) {
+    int done = 0;
+    if (MPI_Test(&interrupt_request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) {
+      MPI_Cancel(&interrupt_request);
+      MPI_Request_free(&interrupt_request);
     }
   }
 }
 
 void Watchdog::run_root() {
-  std::vector<RankPosition> positions(static_cast<std::size_t>(size_));
-  for (auto& p : positions) p.label = "start";
+  struct Rank {
+    RankPosition position;
+    double heard_us = 0;    // the last message from it
+    double changed_us = 0;  // when its progress count last changed (or its step began)
+    bool reported = false;  // it told us it got a signal
+  };
+  const double t_start = now_us();
+  std::vector<Rank> ranks(static_cast<std::size_t>(size_));
+  for (auto& r : ranks) {
+    r.position.label = "start";
+    r.heard_us = t_start;
+    r.changed_us = t_start;
+  }
   struct Seen {
-    std::string label;
+    StepSeen step;
     double first_us;
-    double timeout_s;
   };
   std::map<std::int64_t, Seen> seen;  // every step some rank reached, when it was first reached
-  seen[0] = {"start", start_us_, options_.step_timeout_s};
-  auto note = [&](int r, std::int64_t seq, double timeout, const std::string& label) {
-    auto& p = positions[static_cast<std::size_t>(r)];
-    p.seq = seq;
-    p.label = label;
-    seen.try_emplace(seq, Seen{label, now_us(), timeout});
+  seen[0] = {StepSeen{"start", 0, options_.step_timeout_s, 0, 0, ""}, start_us_};
+  auto note = [&](int r, const PositionMessage& m) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    const double t = now_us();
+    if (m.seq != rank.position.seq || m.done != rank.position.done) rank.changed_us = t;
+    rank.position.seq = m.seq;
+    rank.position.label = m.label;
+    rank.position.done = m.done;
+    StepSeen step{m.label, 0, m.timeout_s, m.total, m.expected_s, m.basis};
+    seen.try_emplace(m.seq, Seen{step, t});
   };
+  // After a signal: rank 0 pings every other rank and names those that do not answer.
+  struct Interrupt {
+    int signal = 0;
+    int rank = 0;  // the rank that got it first
+    double ping_us = 0;
+  };
+  std::optional<Interrupt> interrupt;
+  static const int kPing = 1;  // the payload is not read; a constant outlives the sends
+  std::vector<MPI_Request> pings;
+  auto start_interrupt = [&](int signal, int rank) {
+    interrupt = Interrupt{signal, rank, now_us()};
+    pings.assign(static_cast<std::size_t>(std::max(size_ - 1, 0)), MPI_REQUEST_NULL);
+    for (int r = 1; r < size_; ++r) {
+      MPI_Isend(&kPing, 1, MPI_INT, r, kPingTag, comm_.get(),
+                &pings[static_cast<std::size_t>(r - 1)]);
+    }
+  };
+  // Silent ranks are looked up in /proc when they run on rank 0's host.
+  auto liveness_of = [&](int r) {
+    if (host_ids_[static_cast<std::size_t>(r)] != host_ids_[0]) return Liveness::kSilent;
+    return process_state(pids_[static_cast<std::size_t>(r)]);
+  };
+  const double stale_s = 3 * options_.heartbeat_s;
   int done = 0;
   for (;;) {
     bool stopping = false;
@@ -363,10 +640,14 @@ void Watchdog::run_root() {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s),
                      [&] { return stop_requested_; });
-      if (abandon_) return;
+      if (abandon_) break;
       stopping = stop_requested_;
       judging = !tripped_;
-      if (seq_ != positions[0].seq) note(0, seq_, timeout_s_, label_);
+    }
+    note(0, current().msg);
+    ranks[0].heard_us = now_us();
+    if (!interrupt && options_.pending_signal) {
+      if (const int signal = options_.pending_signal(); signal != 0) start_interrupt(signal, 0);
     }
     for (;;) {
       // Matched probes: the main thread may read abort acks on this communicator at the same
@@ -380,10 +661,19 @@ void Watchdog::run_root() {
           !flag) {
         break;
       }
+      const int source = status.MPI_SOURCE;
+      if (source > 0 && source < size_) ranks[static_cast<std::size_t>(source)].heard_us = now_us();
       if (status.MPI_TAG == kAbortAckTag) {
         int word = 0;
         MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
         ++abort_acks_;
+        continue;
+      }
+      if (status.MPI_TAG == kInterruptTag) {
+        int signal = 0;
+        MPI_Mrecv(&signal, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
+        ranks[static_cast<std::size_t>(source)].reported = true;
+        if (!interrupt) start_interrupt(signal, source);
         continue;
       }
       if (status.MPI_TAG == kFailTag) {
@@ -413,34 +703,86 @@ void Watchdog::run_root() {
         continue;
       }
       msg.label[kMaxLabel - 1] = '\0';
+      msg.basis[kMaxBasis - 1] = '\0';
       if (msg.seq == kDoneSeq) {
         ++done;
       } else {
-        note(status.MPI_SOURCE, msg.seq, msg.timeout_s, msg.label);
+        note(source, msg);
       }
     }
-    if (stopping && done == size_ - 1) return;
+    if (stopping && done == size_ - 1) break;
     if (!judging) continue;
 
     const double now = now_us();
-    std::int64_t behind = positions[0].seq;
-    for (const auto& p : positions) behind = std::min(behind, p.seq);
+    if (interrupt) {
+      // Every rank that answered since the ping (or said it got the signal) is alive.
+      std::vector<std::pair<std::string, Liveness>> silent;
+      for (int r = 1; r < size_; ++r) {
+        const Rank& rank = ranks[static_cast<std::size_t>(r)];
+        if (!rank.reported && rank.heard_us < interrupt->ping_us) {
+          silent.emplace_back(rank_names_[static_cast<std::size_t>(r)], liveness_of(r));
+        }
+      }
+      if (silent.empty() || (now - interrupt->ping_us) * 1e-6 >= options_.interrupt_wait_s) {
+        for (int r = 1; r < size_; ++r) {
+          const Rank& rank = ranks[static_cast<std::size_t>(r)];
+          skip_ack_[static_cast<std::size_t>(r)] =
+              !rank.reported && rank.heard_us < interrupt->ping_us;
+        }
+        abort_run(ExitCode::kRuntime,
+                  interrupt_reason(interrupt->signal,
+                                   rank_names_[static_cast<std::size_t>(interrupt->rank)], silent),
+                  true);
+      }
+      continue;  // an interrupted run is not judged for time-outs
+    }
+
+    std::int64_t behind = ranks[0].position.seq;
+    for (const auto& r : ranks) behind = std::min(behind, r.position.seq);
     // Steps every rank has left are of no further interest.
     seen.erase(seen.begin(), seen.lower_bound(behind));
     std::map<std::int64_t, StepSeen> steps;
-    for (const auto& [seq, s] : seen)
-      steps[seq] = {s.label, (now - s.first_us) * 1e-6, s.timeout_s};
+    for (const auto& [seq, s] : seen) {
+      steps[seq] = s.step;
+      steps[seq].since_s = (now - s.first_us) * 1e-6;
+    }
+    std::vector<RankPosition> positions;
+    for (int r = 0; r < size_; ++r) {
+      const Rank& rank = ranks[static_cast<std::size_t>(r)];
+      RankPosition p = rank.position;
+      p.silent_s = (now - rank.heard_us) * 1e-6;
+      p.idle_s = (now - rank.changed_us) * 1e-6;
+      p.liveness = p.silent_s > stale_s ? liveness_of(r) : Liveness::kAnswering;
+      // Silent, yet /proc shows it running: its watchdog thread is starved or blocked. Still
+      // silent: it is not answering rank 0.
+      positions.push_back(std::move(p));
+    }
     // Judged while stopping too: a rank that never reaches the end of the run is a hang as well.
-    StallReport report = assess_positions(positions, rank_names_, steps);
+    // Only evaluated when some step is overdue, so /proc is read rarely.
+    AssessLimits limits;
+    limits.late_s = 1.5 * options_.heartbeat_s;
+    limits.progress_idle_s = std::max(5.0, 5 * options_.heartbeat_s);
+    StallReport report = assess_positions(positions, rank_names_, steps, limits);
     if (report.stalled) {
+      for (int r : report.laggards) {
+        skip_ack_[static_cast<std::size_t>(r)] =
+            positions[static_cast<std::size_t>(r)].liveness != Liveness::kAnswering;
+      }
       abort_run(ExitCode::kRuntime, "TIMEOUT: " + report.message, true);
     } else if ((now - start_us_) * 1e-6 > options_.run_timeout_s) {
       abort_run(
           ExitCode::kRuntime,
           "TIMEOUT: the run exceeded timeouts.run_s = " + format_seconds(options_.run_timeout_s) +
-              " while rank 0 was at '" + positions[0].label + "'",
+              " while rank 0 was at '" + ranks[0].position.label + "'",
           true);
     }
+  }
+  for (MPI_Request& request : pings) {
+    int finished = 0;
+    if (request == MPI_REQUEST_NULL) continue;
+    if (MPI_Test(&request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished) continue;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
   }
 }
 

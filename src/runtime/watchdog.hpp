@@ -22,16 +22,35 @@
 
 namespace shakedown {
 
+// Whether a rank's watchdog thread still talks to rank 0. A stopped or dead process stops its
+// watchdog thread too, so silence tells a frozen rank from one waiting inside a collective.
+enum class Liveness {
+  kAnswering,  // heard from within the heartbeat window
+  kSilent,     // not heard from: frozen or dead, or its node is down (cannot tell which)
+  kStopped,    // on rank 0's host, and its process is stopped (SIGSTOP, a debugger)
+  kGone,       // on rank 0's host, and its process has ended
+};
+// What a silent rank's state means, for messages ("its process has ended").
+std::string liveness_text(Liveness liveness);
+
 // Which ranks are behind, and what to say about them. Pure, so it is unit-tested.
 struct RankPosition {
   std::int64_t seq = 0;
   std::string label;
+  Liveness liveness = Liveness::kAnswering;
+  double silent_s = 0;    // seconds since rank 0 last heard from it
+  std::int64_t done = 0;  // units of its current step done (timed iterations), 0 = not counted
+  double idle_s = 0;      // seconds since `done` last changed (or since the step began)
 };
-// A step some rank has reached: its label, how long ago it was first reached, its timeout.
+// A step some rank has reached: its label, how long ago it was first reached, its timeout, and
+// what the phase said about its length: units to do (0 = not counted) and an estimate.
 struct StepSeen {
   std::string label;
   double since_s = 0;
   double timeout_s = 0;
+  std::int64_t total = 0;
+  double expected_s = 0;  // the phase's estimate of the step's length, 0 = none
+  std::string basis;      // what the estimate rests on: "the 8 MiB rate"
 };
 struct StallReport {
   bool stalled = false;
@@ -41,9 +60,27 @@ struct StallReport {
 // The ranks furthest behind are overdue when the step after theirs was first reached (by anyone)
 // longer ago than its timeout; if every rank is at the same step, all of them are overdue once
 // that step outlives its timeout. `steps` must hold every sequence number in `positions`.
+// The message then says which of three things it is: (a) ranks that stopped answering (named:
+// frozen, dead or their node down); (b) every rank alive inside the step without progress (a
+// hang in the fabric or a library); (c) every rank alive and progressing, but the step needs
+// longer than its timeout (with the estimate from the progress rate or the phase's estimate).
+// When the evidence is not clear yet (a rank answered late but is not silent yet, or the slowest
+// rank's count paused briefly), it waits: a frozen rank is named, not called a hang.
+struct AssessLimits {
+  double late_s = 1.5;         // not heard from for this long: wait until it is answering or silent
+  double progress_idle_s = 5;  // a count that has not moved for this long is not progressing
+};
 StallReport assess_positions(const std::vector<RankPosition>& positions,
                              const std::vector<std::string>& rank_names,
-                             const std::map<std::int64_t, StepSeen>& steps);
+                             const std::map<std::int64_t, StepSeen>& steps,
+                             const AssessLimits& limits = AssessLimits());
+
+// Why rank 0 ends an interrupted run, from who answered its ping after the signal: every rank
+// answered -> "interrupted by SIGTERM on <rank>: <cause>"; some did not -> they ended first (when
+// rank 0 can tell: same host) or the launcher ended the job. Pure, so it is unit-tested.
+// `silent` holds the ranks that did not answer and their liveness.
+std::string interrupt_reason(int signal, const std::string& signalled_rank,
+                             const std::vector<std::pair<std::string, Liveness>>& silent);
 
 // Ends the whole job with `code` (MPI_Abort on MPI_COMM_WORLD). The one place besides main()
 // that decides the process's exit: a hang or a failure on one rank cannot reach main() on the
@@ -56,6 +93,16 @@ class Watchdog {
     double step_timeout_s = 300;  // timeouts.phase_s
     double run_timeout_s = 3600;  // timeouts.run_s
     double poll_s = 0.05;         // how often positions are reported and checked
+    // A rank's watchdog reports at least this often, so rank 0 can tell a rank that stopped
+    // answering (frozen, dead) from one inside a long step; silent for 3 heartbeats = silent.
+    double heartbeat_s = 1.0;
+    // Where signals are read (SignalWatch::pending); null: signals are not watched.
+    std::function<int()> pending_signal;
+    // After a signal, how long rank 0 waits for the other ranks to answer its ping (the ones
+    // that do not are named), and how long another rank waits for rank 0 to end the job before
+    // it ends it itself. mpirun kills its ranks 1 s after it was signalled: keep both short.
+    double interrupt_wait_s = 0.4;
+    double interrupt_grace_s = 3;
     // How the job ends; tests replace it to observe a stall without dying. If it returns, the
     // watchdog stops judging and the run goes on.
     std::function<void(ExitCode)> abort_action = [](ExitCode code) { abort_job(code); };
@@ -108,9 +155,19 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
+  // What a phase knows about a step's length when it begins it.
+  struct StepPlan {
+    std::int64_t total = 0;  // units (timed iterations) it will count with progress(); 0 = none
+    double expected_s = 0;   // its estimate of the step's length, 0 = none
+    std::string basis;       // what the estimate rests on ("the 8 MiB rate"), short
+  };
   // This rank enters the next step. Every rank must pass the same steps in the same order.
   void step(const std::string& label) { step(label, options_.step_timeout_s); }
-  void step(const std::string& label, double timeout_s);
+  void step(const std::string& label, double timeout_s) { step(label, timeout_s, StepPlan()); }
+  void step(const std::string& label, double timeout_s, const StepPlan& plan);
+  // Units of the current step done so far, set by the measuring loop (a relaxed store: cheap
+  // enough for every iteration); step() resets it to 0. Tells "slow but progressing" from hung.
+  std::atomic<std::int64_t>& progress() noexcept { return progress_; }
   // MPI_Barrier on `comm` as a named step.
   void barrier(MPI_Comm comm, const std::string& label);
   // Normal end of the run; every rank calls it. Rank 0 waits until every rank has said so.
@@ -134,6 +191,9 @@ class Watchdog {
  private:
   void run_root();
   void run_peer();
+  // The position this rank reports now.
+  struct Report;
+  Report current() const;
   // Prints (when asked), runs the hook, ends the job. Returns only if abort_action returns.
   void abort_run(ExitCode code, const std::string& reason, bool print);
   // Runs the registered LocalAborts once, giving up on them after `limit_s`.
@@ -155,6 +215,13 @@ class Watchdog {
   std::string label_ = "start";
   double timeout_s_ = 0;
   double step_started_us_ = 0;
+  StepPlan plan_;
+  std::atomic<std::int64_t> progress_{0};
+  // Every rank's process id and host identity (boot id and pid namespace), so rank 0 can look
+  // at the processes on its own host that stopped answering.
+  std::vector<long> pids_;
+  std::vector<std::string> host_ids_;
+  std::vector<bool> skip_ack_;  // rank 0: ranks known silent, not waited for after an abort
   bool stop_requested_ = false;
   bool abandon_ = false;  // error path: leave without the closing handshake
   bool tripped_ = false;

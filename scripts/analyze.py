@@ -26,12 +26,26 @@ import sys
 
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # never block (or be blocked by) rank 0
 
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, where scripts/install-deps.sh puts h5py and pandas
+
 try:
     import h5py
     import numpy as np
     import pandas as pd
 except ImportError as exc:  # pragma: no cover - depends on the machine
-    sys.exit(f"analyze.py: needs h5py and pandas ({exc}); install python3-h5py python3-pandas")
+    # `env python3` may find another Python first (pyenv, conda, a venv) without the packages.
+    # The system one has them once install-deps.sh ran: use it, and say so.
+    here = os.path.realpath(sys.executable or "")
+    if (os.access(SYSTEM_PYTHON, os.X_OK) and os.path.realpath(SYSTEM_PYTHON) != here
+            and not os.environ.get("SHAKEDOWN_ANALYZE_REEXEC")):
+        print(f"analyze.py: {sys.executable} (Python {sys.version.split()[0]}) has no {exc.name}; "
+              f"running with {SYSTEM_PYTHON}", file=sys.stderr)
+        os.environ["SHAKEDOWN_ANALYZE_REEXEC"] = "1"
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+    sys.exit(f"analyze.py: {sys.executable} (Python {sys.version.split()[0]}) cannot import "
+             f"{exc.name}: it needs h5py and pandas. On Debian/Ubuntu install python3-h5py and "
+             f"python3-pandas (scripts/install-deps.sh does) and run it with {SYSTEM_PYTHON}: "
+             f"{SYSTEM_PYTHON} {sys.argv[0]} RUN.h5; or pip install h5py pandas for this Python")
 
 
 def text(value):
@@ -133,9 +147,30 @@ def main(argv):
                 print(per_rank.to_string())
 
         section("datasets")
-        f.visititems(lambda name, obj: print(f"/{name} {obj.shape} {obj.dtype}")
-                     if isinstance(obj, h5py.Dataset) else None)
+        list_datasets(f)
     return 0
+
+
+def list_datasets(group):
+    """Every dataset under `group`. Walked by hand, not with visititems: in a file whose run
+    ended in the middle of a write (a kill, a full disk) the object being written can be
+    unreadable, and it is named instead of ending the listing."""
+    try:
+        names = list(group)
+    except (RuntimeError, OSError) as exc:
+        print(f"{group.name} unreadable ({exc}): the run ended while it was being written")
+        return
+    for name in names:
+        path = f"{group.name.rstrip('/')}/{name}"
+        try:
+            obj = group[name]
+        except (KeyError, RuntimeError, OSError) as exc:
+            print(f"{path} unreadable ({exc}): the run ended while it was being written")
+            continue
+        if isinstance(obj, h5py.Group):
+            list_datasets(obj)
+        else:
+            print(f"{path} {obj.shape} {obj.dtype}")
 
 
 if __name__ == "__main__":

@@ -499,6 +499,7 @@ void Watchdog::run_peer() {
   std::int64_t sent_done = -1;
   double sent_us = 0;
   double interrupted_us = 0;  // when this rank told rank 0 it got a signal
+  bool rank0_ending = false;  // rank 0 said it is ending the job: it needs no help from here
   int interrupt_word = 0;
   MPI_Request interrupt_request = MPI_REQUEST_NULL;
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
@@ -520,6 +521,7 @@ void Watchdog::run_peer() {
       MPI_Recv(&word, 1, MPI_INT, 0, kAbortTag, comm_.get(), MPI_STATUS_IGNORE);
       run_local_aborts(options_.abort_grace_s);
       MPI_Send(&word, 1, MPI_INT, 0, kAbortAckTag, comm_.get());
+      rank0_ending = true;
     }
     // Rank 0 asks who is still there (after a signal): answer at once.
     bool ping = false;
@@ -551,7 +553,8 @@ void Watchdog::run_peer() {
       MPI_Send(&now.msg, sizeof now.msg, MPI_BYTE, 0, kTag, comm_.get());
       break;
     }
-    if (interrupted_us > 0 && (t - interrupted_us) * 1e-6 > options_.interrupt_grace_s) {
+    if (interrupted_us > 0 && !rank0_ending &&
+        (t - interrupted_us) * 1e-6 > options_.interrupt_grace_s) {
       abort_run(ExitCode::kRuntime,
                 "interrupted by " + signal_name(interrupt_word) + " on " + me +
                     ", and rank 0 did not end the job within " +

@@ -22,3 +22,51 @@ expect_in() { grep -Eq -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail 
 h5_root_attr() {
   h5dump -a "/$2" "$1" 2>/dev/null | sed -n 's/.*(0): "\(.*\)".*/\1/p' | head -n 1
 }
+
+# ---- fault injection from outside: background runs, their ranks' pids, files filling up ----
+# run_in_background LOG CMD...: starts CMD with its output in LOG; BG_PID is its pid and
+# "$LOG.rc" gets its exit code when it ends.
+run_in_background() {
+  local log=$1
+  shift
+  ("$@" >"$log" 2>&1; echo $? >"$log.rc") &
+  BG_PID=$!
+}
+# wait_rc LOG SECONDS: waits for the background run of LOG to end; prints its exit code
+# (124 when it did not end in time).
+wait_rc() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [[ -s "$1.rc" ]] && { cat "$1.rc"; return; }
+    sleep 0.1
+  done
+  echo 124
+}
+# wait_for_object FILE OBJECT SECONDS: until the HDF5 file (or its .partial) has OBJECT.
+wait_for_object() {
+  local i f
+  for ((i = 0; i < $3 * 5; i++)); do
+    for f in "$1" "$1.partial"; do
+      [[ -f "$f" ]] && h5ls "$f$2" >/dev/null 2>&1 && return 0
+    done
+    sleep 0.2
+  done
+  return 1
+}
+# rank_pid R MARKER: the pid of the shakedown process that is MPI rank R (Open MPI sets
+# OMPI_COMM_WORLD_RANK in each rank's environment) and has MARKER (e.g. its --out path) on its
+# command line; empty when none.
+rank_pid() {
+  local p
+  for p in $(pgrep -x shakedown); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$2" || continue
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+# The first line shakedown printed after "writing <file>" (the message users read first).
+first_message() {
+  grep '^shakedown: ' "$1" | grep -v '^shakedown: writing ' | head -n 1
+}

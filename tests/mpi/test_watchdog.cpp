@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -142,4 +143,58 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
       EXPECT_LE(last_peer_done, aborted_at_us) << "rank 0 ended the job before its peers were done";
     }
   }
+}
+
+// A signal on one rank (here the last, as `kill -TERM <pid>` or srun forwarding it would do):
+// that rank tells rank 0, rank 0 pings the others, every one answers, and the run is ended with
+// the reason naming the signal and the rank, once.
+TEST(WatchdogMpi, ASignalOnOneRankEndsTheRunNamingIt) {
+  const int signalled = comm_size(MPI_COMM_WORLD) - 1;
+  const int me = comm_rank(MPI_COMM_WORLD);
+  Observed seen;
+  std::atomic<int> signal{0};
+  {
+    Watchdog::Options o = test_options(seen, 30);
+    o.pending_signal = [&] { return signal.load(); };
+    Watchdog wd(MPI_COMM_WORLD, o, rank_names(), [&](const std::string& reason) {
+      std::lock_guard lock(seen.mutex);
+      seen.reason = reason;
+    });
+    wd.step("working");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == signalled) signal = SIGTERM;
+    // Rank 0 decides within a few polls (every rank answers its ping at once).
+    for (int i = 0; me == 0 && i < 300 && !wd.tripped(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (me == 0) {
+      EXPECT_TRUE(wd.tripped());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    wd.stop();
+  }
+  if (me == 0) {
+    EXPECT_EQ(seen.aborts, 1);
+    EXPECT_EQ(seen.reason, "interrupted by SIGTERM on rank " + std::to_string(signalled) +
+                               ": Slurm time limit, scancel or Ctrl-C");
+  } else {
+    EXPECT_EQ(seen.aborts, 0);
+  }
+}
+
+// Heartbeats keep a long, quiet step from looking like silence: every rank sits 2.5 s in one
+// step with a 10 s timeout, reporting nothing new, and nothing trips.
+TEST(WatchdogMpi, QuietRanksKeepAnswering) {
+  Observed seen;
+  {
+    Watchdog::Options o = test_options(seen, 10);
+    o.heartbeat_s = 0.2;
+    Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
+    wd.step("long quiet step");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    MPI_Barrier(MPI_COMM_WORLD);
+    wd.stop();
+    EXPECT_FALSE(wd.tripped());
+  }
+  EXPECT_EQ(seen.aborts, 0);
 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Faults from outside the run, as operators meet them: SIGTERM to mpirun (Slurm's time limit,
+# scancel), Ctrl-C on a run without mpirun, kill -9 of rank 0 and of another rank, SIGSTOP of a
+# rank inside a collective, and a step that is only slow. Each: the exit code, the first line of
+# the message (the cause, the rank, the host), the file's status, and `summary` reading it.
+source "$(dirname "$0")/lib.sh"
+# A collectives sweep long enough to be caught in the middle (4 ranks on this machine's cores).
+long=(--phases collectives --set collectives.scopes=[world] --set collectives.ops=[all_reduce]
+      --set collectives.dtypes=[float32] --set collectives.sizes=1K,2K,4K,8K,16K,32K
+      --set collectives.iters=30000 --set collectives.in_place=no)
+# The first size's rows: the run is inside the sweep and has measured something.
+first_rows=/collectives/world/all_reduce/float32_sum/out_of_place/time_us
+
+# ---- SIGTERM to mpirun, through the wrapper (what scancel does to the job's launcher) -------
+out="$TMP/term.h5"
+hosts="$TMP/hosts"
+echo "localhost slots=4" >"$hosts"
+run_in_background "$TMP/term.log" "$SHAKEDOWN_SOURCE_DIR/launch/shakedown-mpirun" --hostfile "$hosts" \
+  -N 4 --bind none --oversubscribe --mca mpi_yield_when_idle 1 --shakedown "$SHAKEDOWN" -- run \
+  --virtual-nodes 2 "${long[@]}" \
+  --out "$out"
+wait_for_object "$out" "$first_rows" 90 || { cat "$TMP/term.log"; fail "the run never measured a size"; }
+pkill -TERM -f "shakedown-mpirun --hostfile $hosts"
+rc=$(wait_rc "$TMP/term.log" 60)
+cat "$TMP/term.log"
+expect_rc 3 "$rc" "SIGTERM to the mpirun wrapper"
+first_message "$TMP/term.log" | grep -Eq "^shakedown: interrupted by SIGTERM on rank [0-9] \(host [^,]+, node [01]" ||
+  fail "first message does not name the signal, rank and host: $(first_message "$TMP/term.log")"
+[[ -f "$out" && ! -e "$out.partial" ]] || fail "the interrupted run's file was not renamed (have: $(ls "$TMP"))"
+[[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted after SIGTERM"
+[[ "$(h5_root_attr "$out" abort_reason)" == "interrupted by SIGTERM on rank "* ]] || fail "abort_reason: $(h5_root_attr "$out" abort_reason)"
+"$SHAKEDOWN" summary "$out" >"$TMP/summary" 2>&1
+expect_rc 3 $? "summary of an interrupted run"
+expect_in "$TMP/summary" "verdict: ABORTED.*interrupted by SIGTERM" "summary says interrupted"
+expect_in "$TMP/summary" "1 KiB" "sizes measured before the signal are kept"
+
+# ---- Ctrl-C (SIGINT) on a run without mpirun ----------------------------------------------------
+out="$TMP/int.h5"
+run_in_background "$TMP/int.log" "$SHAKEDOWN" run "${long[@]}" --set collectives.scopes=[world] --out "$out"
+wait_for_object "$out" "$first_rows" 90 || fail "singleton run never measured a size"
+pkill -INT -x -f "$SHAKEDOWN run ${long[*]} --set collectives.scopes=\[world\] --out $out" ||
+  kill -INT "$(pgrep -f -- "--out $out" | tail -n 1)"
+rc=$(wait_rc "$TMP/int.log" 30)
+cat "$TMP/int.log"
+expect_rc 3 "$rc" "Ctrl-C on a singleton run"
+expect_in "$TMP/int.log" "interrupted by SIGINT on rank 0 \(host [^)]+\): Ctrl-C" "SIGINT named"
+[[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted after Ctrl-C"
+
+# ---- kill -9 of a rank other than 0: rank 0 names it ----------------------------------------
+out="$TMP/kill2.h5"
+run_in_background "$TMP/kill2.log" "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${long[@]}" --out "$out"
+wait_for_object "$out" "$first_rows" 90 || fail "the run never measured a size"
+victim=$(rank_pid 2 "$out")
+[[ -n "$victim" ]] || fail "no process for rank 2"
+kill -9 "$victim"
+rc=$(wait_rc "$TMP/kill2.log" 60)
+cat "$TMP/kill2.log"
+((rc != 0)) || fail "the run passed although rank 2 was killed"
+first_message "$TMP/kill2.log" | grep -Eq "^shakedown: rank 2 \(host [^,]+, node 1 \[virtual\]\) ended unexpectedly" ||
+  fail "first message does not name rank 2: $(first_message "$TMP/kill2.log")"
+[[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted after rank 2 died"
+"$SHAKEDOWN" summary "$out" >"$TMP/summary" 2>&1
+expect_rc 3 $? "summary after rank 2 was killed"
+expect_in "$TMP/summary" "ABORTED.*rank 2 .*ended unexpectedly" "summary names rank 2"
+
+# ---- kill -9 of rank 0: nobody can mark the file, and it stays readable -------------------------
+out="$TMP/kill0.h5"
+run_in_background "$TMP/kill0.log" "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${long[@]}" --out "$out"
+wait_for_object "$out" "$first_rows" 90 || fail "the run never measured a size"
+victim=$(rank_pid 0 "$out")
+[[ -n "$victim" ]] || fail "no process for rank 0"
+kill -9 "$victim"
+rc=$(wait_rc "$TMP/kill0.log" 60)
+((rc != 0)) || fail "the run passed although rank 0 was killed"
+[[ -f "$out.partial" ]] || fail "no .partial after rank 0 was killed"
+"$SHAKEDOWN" summary "$out.partial" >"$TMP/summary" 2>&1
+expect_rc 3 $? "summary of the file rank 0 left"
+expect_in "$TMP/summary" "verdict: INCOMPLETE: the run ended without closing its file" "INCOMPLETE said"
+expect_in "$TMP/summary" "^  3 +1 +1 +" "topology readable in the file rank 0 left"
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); assert f.attrs['status']=='running'; assert len(f['topology/ranks'])==4" \
+    "$out.partial" || fail "h5py cannot read the file rank 0 left"
+fi
+
+# ---- SIGSTOP of a rank inside a collective: named as frozen, not "a hang in the fabric" ------
+out="$TMP/stop.h5"
+run_in_background "$TMP/stop.log" "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${long[@]}" \
+  --set timeouts.phase_s=15 --out "$out"
+wait_for_object "$out" "$first_rows" 90 || fail "the run never measured a size"
+victim=$(rank_pid 2 "$out")
+kill -STOP "$victim"
+rc=$(wait_rc "$TMP/stop.log" 60)
+kill -CONT "$victim" 2>/dev/null
+cat "$TMP/stop.log"
+expect_rc 3 "$rc" "a stopped rank"
+first_message "$TMP/stop.log" | grep -Eq "^shakedown: TIMEOUT: rank 2 \(host [^,]+, node 1 \[virtual\]\) stopped answering .* its process is stopped" ||
+  fail "first message does not name the stopped rank 2: $(first_message "$TMP/stop.log")"
+[[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted after the stop"
+
+# ---- a step that is only slow: all ranks alive and progressing, with an estimate ---------------
+out="$TMP/slow.h5"
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${long[@]}" --set collectives.sizes=256K --set collectives.iters=1000000 \
+  --set timeouts.phase_s=4 --out "$out" >"$TMP/slow.log" 2>&1
+rc=$?
+cat "$TMP/slow.log"
+expect_rc 3 "$rc" "a step longer than phase_s"
+expect_in "$TMP/slow.log" "TIMEOUT: all 2 ranks are alive and progressing in 'collectives world/all_reduce float32 [a-z_]+ 256 KiB' \([0-9]+ of 1000000 iterations done on the slowest rank\), but the step needs longer than its timeout of 4 s: about [0-9]+ s at the current rate; raise timeouts.phase_s" "slow step explained"
+pass "signals, killed ranks, a frozen rank and a slow step"

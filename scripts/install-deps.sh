@@ -14,7 +14,10 @@ packages=(
   libgtest-dev googletest
   python3 python3-h5py python3-pandas
   slurmctld slurmd slurm-client munge
+  clang libclang-rt-14-dev llvm
 )
+# clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
+# llvm: llvm-symbolizer, so sanitizer reports name functions and lines.
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,16 +1,60 @@
 // `shakedown summary RUN.h5`: what the run printed at its end, from the file alone (no MPI).
+#include <chrono>
 #include <iostream>
 
 #include "analysis/summary.hpp"
 #include "app/app.hpp"
+#include "core/dynamic_library.hpp"
+#include "core/error.hpp"
 
 namespace shakedown {
 
+namespace {
+
+// The child's answer: "<exit code> <ok|error>\n" then the summary, or the error's message, a NUL
+// and its detail.
+std::string encode(int code, bool ok, const std::string& text, const std::string& detail = "") {
+  return std::to_string(code) + (ok ? " ok\n" : " error\n") + text + '\0' + detail;
+}
+
+std::string read_summary(const std::string& path) {
+  try {
+    const RunFile file = RunFile::open(path);
+    const Verdict verdict = compute_verdict(file);
+    return encode(static_cast<int>(verdict.code), true, format_summary(file, verdict));
+  } catch (const Error& e) {
+    return encode(static_cast<int>(e.code()), false, e.what(), e.detail());
+  } catch (const std::exception& e) {
+    return encode(static_cast<int>(ExitCode::kInternal), false,
+                  std::string("internal error: ") + e.what());
+  }
+}
+
+}  // namespace
+
 int summary_command(const std::string& path) {
-  RunFile file = RunFile::open(path);
-  Verdict verdict = compute_verdict(file);
-  std::cout << format_summary(file, verdict) << std::flush;
-  return static_cast<int>(verdict.code);
+  // A damaged file (truncated, overwritten, corrupted in transfer) can crash HDF5 1.10 itself
+  // while it reads (found by fuzzing mutated run files: a corrupt string heap makes it copy
+  // past its buffers). The file is read in a child process, so that becomes an error message.
+  const ChildProbe probe =
+      probe_in_child([&] { return read_summary(path); }, std::chrono::minutes(10));
+  if (!probe.ok) {
+    throw UsageError("cannot read '" + path + "': HDF5 " + probe.text +
+                     " while reading it; the file is damaged (truncated, overwritten or "
+                     "corrupted in transfer), and other HDF5 readers will likely fail on it too");
+  }
+  const std::string& answer = probe.text;
+  const auto newline = answer.find('\n');
+  const auto nul = answer.find('\0', newline == std::string::npos ? 0 : newline);
+  if (newline == std::string::npos || nul == std::string::npos) {
+    throw InternalError("summary: the reading process gave no answer for '" + path + "'");
+  }
+  const int code = std::stoi(answer.substr(0, newline));
+  const bool ok = answer.compare(newline - 2, 2, "ok") == 0;
+  const std::string text = answer.substr(newline + 1, nul - newline - 1);
+  if (!ok) throw Error(static_cast<ExitCode>(code), text, answer.substr(nul + 1));
+  std::cout << text << std::flush;
+  return code;
 }
 
 }  // namespace shakedown

@@ -26,7 +26,7 @@ namespace {
 std::vector<double> dequantize_rows(const fp8::Fp8Tensor& t,
                                     const std::vector<std::int64_t>& rows) {
   const auto& table = fp8::decode_table(t.format);
-  const double scale_inv = t.scale_inv;
+  const double scale_inv = static_cast<double>(t.scale_inv);
   std::vector<double> out(rows.size() * static_cast<std::size_t>(t.cols));
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const std::uint8_t* src = t.data.data() + rows[r] * t.cols;
@@ -95,7 +95,8 @@ GemmCheck check_gemm_result(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b,
       const std::int64_t i = rows[static_cast<std::size_t>(r)];
       for (std::int64_t j = 0; j < nb; ++j) {
         const double want = ref[static_cast<std::size_t>(r * nb + j)];
-        const double got = d_rows.values[static_cast<std::size_t>(r * n + j0 + j)];
+        const double got =
+            static_cast<double>(d_rows.values[static_cast<std::size_t>(r * n + j0 + j)]);
         const double err = std::fabs(got - want);
         // (1 + u_out): the output rounding applies to the accumulated value, error included.
         // The smallest positive double keeps an all-zero row/column from dividing 0 by 0.

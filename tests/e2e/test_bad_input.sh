@@ -88,6 +88,12 @@ env SLURM_PROCID=3 "$SHAKEDOWN" run --set collectives.itres=3 >"$TMP/out" 2>&1
 expect_rc 2 $? "bad --set with SLURM_PROCID=3"
 expect_in "$TMP/out" "did you mean.*iters" "bad --set printed with SLURM_PROCID=3"
 
+# A damaged run file (a fuzzer's find: a corrupt string heap makes HDF5 1.10 itself crash while
+# reading it) is an error naming the file, not a crash of summary.
+"$SHAKEDOWN" summary "$SHAKEDOWN_SOURCE_DIR/tests/data/runfiles/damaged_string_heap.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "summary of a damaged file"
+expect_in "$TMP/out" "^shakedown: error: cannot read '.*damaged_string_heap.h5': HDF5 crashed \(Segmentation fault\) while reading it; the file is damaged" "damaged file named"
+
 # An existing result is never overwritten.
 touch "$TMP/exists.h5"
 "$SHAKEDOWN" run --out "$TMP/exists.h5" >"$TMP/out" 2>&1

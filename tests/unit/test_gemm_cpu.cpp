@@ -89,7 +89,7 @@ TEST_P(CpuEngineShapes, MatchesNaiveProductWithinTheStatedBound) {
       }
       const auto idx = static_cast<std::size_t>(i * c.n + j);
       const double r = static_cast<double>(want[idx]);
-      const double got = d.values[idx];
+      const double got = static_cast<double>(d.values[idx]);
       EXPECT_LE(std::fabs(got - r), u_out * std::fabs(r) + (1 + u_out) * c_k * abs_sum)
           << "D[" << i << "," << j << "]";
       amax = std::max(amax, std::fabs(d.values[idx]));

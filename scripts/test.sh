@@ -8,10 +8,11 @@
 #      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, summary,
 #      fault and demo tests under them (tests/sanitizers/README.md: options and suppressions);
 #   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 30) each (scripts/fuzz.sh);
+#   5. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
 # and print each step's wall time. Non-zero on any failure.
 # Usage: scripts/test.sh [extra ctest arguments for step 1, e.g. -L unit]
 # SHAKEDOWN_BUILD_DIR (default build), SHAKEDOWN_RELEASE_DIR (build-release) and
-# SHAKEDOWN_ASAN_DIR (build-asan) name the build folders; SHAKEDOWN_SANITIZERS=0 skips steps 3-4.
+# SHAKEDOWN_ASAN_DIR (build-asan) name the build folders; SHAKEDOWN_SANITIZERS=0 skips steps 3-5.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -64,5 +65,17 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-30}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-30} s per target)"
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+
+  # ThreadSanitizer on the threads that share MPI: the watchdog (unit tests of runtime/ and
+  # the MPI tests, which run the watchdog, clock sync and recorder under real mpirun).
+  tsan=${SHAKEDOWN_TSAN_DIR:-build-tsan}
+  cmake -S . -B "$tsan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
+    -DSHAKEDOWN_BENCH=OFF >/dev/null
+  cmake --build "$tsan" -j "$jobs" --target unit_runtime mpi_tests
+  (cd "$tsan" && TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" \
+    ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np[23]$)')
+  step "ThreadSanitizer: watchdog unit and MPI tests"
 fi
 echo "test.sh: all steps passed in $((SECONDS - started)) s"

@@ -8,12 +8,14 @@
 #include "app/app.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
+#include "core/strings.hpp"
 
 namespace {
 
+// The command line as a shell would read it back (quoted where needed), for the record.
 std::string join_args(int argc, char** argv) {
   std::string s;
-  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + shakedown::shell_quote(argv[i]);
   return s;
 }
 
@@ -27,12 +29,6 @@ bool reports_parse_error(int argc, char** argv) {
     if (arg == "run" || arg == "topo") return shakedown::launcher_rank() == 0;
   }
   return true;
-}
-
-// The one-line message first; a library's error stack, if any, after it.
-void report(const shakedown::Error& e) {
-  std::cerr << "shakedown: error: " << e.what() << "\n";
-  if (!e.detail().empty()) std::cerr << "shakedown: details: " << e.detail() << "\n";
 }
 
 }  // namespace
@@ -133,11 +129,11 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {
     // Every rank has it; the rank that agreed to report it does (rank 0 under MPI).
-    if (e.reporter()) report(e);
+    if (e.reporter()) report_error(e);
     return static_cast<int>(e.code());
   } catch (const Error& e) {
     // This rank's own error: the others may not have it, so this rank says it.
-    report(e);
+    report_error(e);
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     std::cerr << "shakedown: internal error: " << e.what() << "\n";

@@ -37,6 +37,9 @@ int plan_command(const PlanOptions& options);
 
 int summary_command(const std::string& path);
 
+// "shakedown: error: <message>" (and the details after it) on stderr.
+void report_error(const std::exception& e);
+
 // --version text: version, git hash, compiled backends and library versions.
 std::string version_text();
 

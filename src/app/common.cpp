@@ -14,6 +14,12 @@
 
 namespace shakedown {
 
+void print_error(const Error& e) {
+  std::fprintf(stderr, "%sshakedown: error: %s\n", stderr_line_start(), e.what());
+  if (!e.detail().empty()) std::fprintf(stderr, "shakedown: details: %s\n", e.detail().c_str());
+  std::fflush(stderr);
+}
+
 Config load_run_config(const std::string& config_path, const std::vector<std::string>& sets) {
   return config_path.empty() ? default_config(sets) : load_config_file(config_path, sets);
 }
@@ -92,6 +98,14 @@ PlacementOptions placement_options(const Context& ctx, const Config& config,
   opts.expected_gpus_per_node = config.topology.expected_gpus_per_node;
   opts.virtual_nodes = ctx.virtual_nodes() > 1;
   return opts;
+}
+
+void report_error(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const Error*>(&e)) {
+    print_error(*error);
+    return;
+  }
+  print_error(Error(ExitCode::kInternal, e.what()));
 }
 
 }  // namespace shakedown

@@ -43,6 +43,24 @@ class InitGuard {
 std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config,
                                         Watchdog::AbortHook hook, const SignalWatch& signals);
 
+// "shakedown: error: <message>" on stderr, the details (a library's error stack) after it.
+void print_error(const Error& e);
+
+// Runs a subcommand's body under MPI. A set-up error that every rank raised alike (AgreedError)
+// is printed here, by the one rank that reports it, before MPI is finalized, and every rank then
+// waits at a barrier: a rank that left first with the error's exit code would make mpirun kill
+// the others - the reporting one among them - before the message is out.
+template <class Body>
+int report_agreed_errors(Body&& body) {
+  try {
+    return body();
+  } catch (const AgreedError& e) {
+    if (e.reporter()) print_error(e);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return static_cast<int>(e.code());
+  }
+}
+
 // Runs `body` on every rank. An error ends the job through the watchdog: named and recorded by
 // rank 0 (an AgreedError, the same on every rank, is reported once, by rank 0).
 template <class Body>

@@ -180,44 +180,46 @@ int report_from_file(const Context& ctx, const std::filesystem::path& out) {
 int run_command(const RunOptions& options, int* argc, char*** argv) {
   InitGuard guard(peek_init_timeout(options.config_path, options.sets));
   MpiEnvironment mpi(argc, argv);
-  // From here a signal is only recorded; the watchdog ends the run with exit 3, file marked.
-  const SignalWatch signals;
+  return report_agreed_errors([&] {
+    // From here a signal is only recorded; the watchdog ends the run with exit 3, file marked.
+    const SignalWatch signals;
 
-  // Set-up: each step runs on every rank's own data and fails the same way everywhere.
-  const Config config = agreed(MPI_COMM_WORLD, [&] { return effective_config(options); });
-  const FaultPlan faults = agreed(MPI_COMM_WORLD, [&] {
-    std::vector<FaultSpec> list;
-    for (const auto& spec : options.injects) list.push_back(parse_fault(spec));
-    return FaultPlan(std::move(list));
-  });
-  Context ctx = agreed(MPI_COMM_WORLD, [&] {
-    return Context::create(MPI_COMM_WORLD, config.topology.virtual_nodes);
-  });
-  const std::string yaml = to_yaml(config);
-  agreed(ctx.world(), [&] {
-    check_same_config(ctx, yaml);
-    validate_faults(faults.all(), ctx.world_size(), config.phases);
-  });
-  const NetworkMap network =
-      agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
-  const std::filesystem::path out = bcast_string(
-      ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
-  Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
-  guard.disarm();
-  if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
+    // Set-up: each step runs on every rank's own data and fails the same way everywhere.
+    const Config config = agreed(MPI_COMM_WORLD, [&] { return effective_config(options); });
+    const FaultPlan faults = agreed(MPI_COMM_WORLD, [&] {
+      std::vector<FaultSpec> list;
+      for (const auto& spec : options.injects) list.push_back(parse_fault(spec));
+      return FaultPlan(std::move(list));
+    });
+    Context ctx = agreed(MPI_COMM_WORLD, [&] {
+      return Context::create(MPI_COMM_WORLD, config.topology.virtual_nodes);
+    });
+    const std::string yaml = to_yaml(config);
+    agreed(ctx.world(), [&] {
+      check_same_config(ctx, yaml);
+      validate_faults(faults.all(), ctx.world_size(), config.phases);
+    });
+    const NetworkMap network =
+        agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
+    const std::filesystem::path out = bcast_string(
+        ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
+    Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
+    guard.disarm();
+    if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
 
-  // From here a failure may be one rank's alone: the watchdog records it and ends the job.
-  auto watchdog = make_watchdog(
-      ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
-  int code = 0;
-  run_guarded(ctx, *watchdog, [&] {
-    run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
-    watchdog->step("verdict");
-    code = report_from_file(ctx, out);
+    // From here a failure may be one rank's alone: the watchdog records it and ends the job.
+    auto watchdog = make_watchdog(
+        ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
+    int code = 0;
+    run_guarded(ctx, *watchdog, [&] {
+      run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
+      watchdog->step("verdict");
+      code = report_from_file(ctx, out);
+    });
+    SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
+    watchdog->stop();
+    return code;
   });
-  SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
-  watchdog->stop();
-  return code;
 }
 
 }  // namespace shakedown

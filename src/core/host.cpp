@@ -20,4 +20,8 @@ int launcher_rank() {
   return 0;
 }
 
+const char* stderr_line_start() {
+  return isatty(STDERR_FILENO) == 1 ? "\r\033[K" : "";
+}
+
 }  // namespace shakedown

@@ -12,4 +12,9 @@ std::string local_hostname();
 // unknown. Lets processes decide who prints before MPI can be asked.
 int launcher_rank();
 
+// What a message on stderr starts with so it begins on a line of its own: on a terminal, where
+// the progress line (runtime/progress.hpp) may be drawn without a newline, a return and a
+// clear-line; elsewhere nothing (there, progress lines end with a newline).
+const char* stderr_line_start();
+
 }  // namespace shakedown

@@ -10,6 +10,10 @@ namespace shakedown {
 
 // "a, b or c": the accepted values for a message.
 std::string join_choices(const std::vector<std::string_view>& choices);
+// `word` as a POSIX shell reads it back: unchanged when it holds only safe characters, else in
+// single quotes ('it'\''s'). For recording a command line that can be pasted and run again.
+std::string shell_quote(std::string_view word);
+
 // Items joined with `separator`.
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 

@@ -15,7 +15,7 @@ Progress::Progress(std::string title, long total, bool enabled)
 }
 
 Progress::~Progress() {
-  if (enabled_ && drawn_) std::fprintf(stderr, "\r\033[K");  // leave a clean line behind
+  if (enabled_ && drawn_ && terminal()) std::fprintf(stderr, "\r\033[K");  // a clean line
 }
 
 bool Progress::terminal() {
@@ -40,9 +40,12 @@ void Progress::update(long done, const std::string& what) {
   const double eta =
       done > 0 ? elapsed_s / static_cast<double>(done) * static_cast<double>(total_ - done)
                : std::nan("");
-  std::fprintf(stderr, "\r\033[K%s %ld/%ld (%.0f%%) %s, ETA %s", title_.c_str(), done, total_,
-               100.0 * static_cast<double>(done) / static_cast<double>(total_), what.c_str(),
-               format_eta(eta).c_str());
+  // On a terminal the line is redrawn in place; elsewhere (--progress under mpirun, a log) each
+  // update is a line of its own, so a message printed after it never shares its line.
+  const bool tty = terminal();
+  std::fprintf(stderr, "%s%s %ld/%ld (%.0f%%) %s, ETA %s%s", tty ? "\r\033[K" : "", title_.c_str(),
+               done, total_, 100.0 * static_cast<double>(done) / static_cast<double>(total_),
+               what.c_str(), format_eta(eta).c_str(), tty ? "" : "\n");
   std::fflush(stderr);
 }
 

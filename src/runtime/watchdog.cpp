@@ -445,7 +445,7 @@ bool Watchdog::tripped() const {
 void Watchdog::fail(ExitCode code, const std::string& message, const std::string& detail) {
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
   const std::string reason = me + ": " + message;
-  std::fprintf(stderr, "shakedown: %s\n", reason.c_str());
+  std::fprintf(stderr, "%sshakedown: %s\n", stderr_line_start(), reason.c_str());
   if (!detail.empty()) std::fprintf(stderr, "shakedown: details: %s\n", detail.c_str());
   std::fflush(stderr);
   if (rank_ != 0) {
@@ -473,7 +473,7 @@ void Watchdog::await_abort(ExitCode code) {
 void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
   std::call_once(abort_once_, [&] {
     if (print) {
-      std::fprintf(stderr, "shakedown: %s\n", reason.c_str());
+      std::fprintf(stderr, "%sshakedown: %s\n", stderr_line_start(), reason.c_str());
       std::fflush(stderr);
     }
     if (hook_) {

@@ -516,8 +516,12 @@ NodeInventory discover_node(const HwlocTopology& topology, int node_index) {
   n.cores = count_of(topo, HWLOC_OBJ_CORE);
   n.pus = count_of(topo, HWLOC_OBJ_PU);
   n.numa_nodes = count_of(topo, HWLOC_OBJ_NUMANODE);
-  n.memory_bytes = hwloc_get_root_obj(topo)->total_memory;
-  if (n.memory_bytes == 0 && topology.is_this_system()) n.memory_bytes = memory_from_proc();
+  // The machine's memory is what the kernel reports in total (/proc/meminfo). The NUMA nodes'
+  // sum (hwloc's root total) can be far less: memory added after boot (hot-plugged or
+  // ballooned, as on some VMs) may belong to no NUMA node's count. A saved XML topology has only
+  // hwloc's figure.
+  n.memory_bytes = topology.is_this_system() ? memory_from_proc() : 0;
+  if (n.memory_bytes == 0) n.memory_bytes = hwloc_get_root_obj(topo)->total_memory;
   n.os = os_pretty_name();
   n.kernel = kernel_release();
 

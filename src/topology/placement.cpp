@@ -69,8 +69,8 @@ CheckResult check_ranks_per_node(const std::vector<RankInfo>& ranks, const Place
   const std::string virt = opt.virtual_nodes ? " (virtual nodes)" : "";
   if (frequency.size() == 1) {
     return result(kCheckRanksPerNode, CheckStatus::kPass,
-                  plural(nodes.size(), "node") + " x " + std::to_string(frequency.begin()->first) +
-                      " ranks per node" + virt);
+                  plural(nodes.size(), "node") + " x " + plural(frequency.begin()->first, "rank") +
+                      " per node" + virt);
   }
   // The most common count is taken as intended (ties: the larger one).
   std::size_t usual = 0;

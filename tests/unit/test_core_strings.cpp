@@ -42,3 +42,18 @@ TEST(Strings, SplitAndTrimALongOwnedString) {
 
 }  // namespace
 }  // namespace shakedown
+
+namespace shakedown {
+namespace {
+
+TEST(Strings, ShellQuoteOnlyWhatNeedsIt) {
+  EXPECT_EQ(shell_quote("build/shakedown"), "build/shakedown");
+  EXPECT_EQ(shell_quote("--set=collectives.sizes=8:1G"), "--set=collectives.sizes=8:1G");
+  EXPECT_EQ(shell_quote("phases=[inventory,gemm]"), "'phases=[inventory,gemm]'");
+  EXPECT_EQ(shell_quote("output.dir=my results"), "'output.dir=my results'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+}
+
+}  // namespace
+}  // namespace shakedown

@@ -148,7 +148,8 @@ std::string format_run_meta(const RunMeta& m) {
   std::ostringstream os;
   os << "  status:      " << m.status << '\n'
      << "  started:     " << m.started_utc << "   finished: " << or_dash(m.finished_utc) << '\n'
-     << "  ranks:       " << m.world_size << " on " << m.node_count << " nodes"
+     << "  ranks:       " << m.world_size << " on " << m.node_count
+     << (m.node_count == 1 ? " node" : " nodes")
      << (m.virtual_nodes > 1
              ? " (virtual: " + std::to_string(m.virtual_nodes) + " pretend nodes per host)"
              : "")

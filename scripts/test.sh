@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, then
-#   1. build RelWithDebInfo (the CMake default) with warnings as errors and run every test
-#      (unit, mpi, e2e, gpu: skipped without a GPU) with ctest;
-#   2. build Release (what scripts/demo.sh and users build: -O3 warns differently), warnings
-#      as errors;
+#   1. build Release (what scripts/demo.sh and users build: -O3 warns differently), warnings
+#      as errors, in build-release/;
+#   2. build RelWithDebInfo (the CMake default) with warnings as errors and run every test
+#      (unit, mpi, e2e - the README's commands among them -, gpu: skipped without a GPU);
 #   3. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
 #      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, summary,
 #      fault and demo tests under them (tests/sanitizers/README.md: options and suppressions);
 #   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh);
 #   5. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
 # and print each step's wall time. Non-zero on any failure.
-# Usage: scripts/test.sh [extra ctest arguments for step 1, e.g. -L unit]
+# Usage: scripts/test.sh [extra ctest arguments for step 2, e.g. -L unit]
 # SHAKEDOWN_BUILD_DIR (default build), SHAKEDOWN_RELEASE_DIR (build-release) and
 # SHAKEDOWN_ASAN_DIR (build-asan) name the build folders; SHAKEDOWN_SANITIZERS=0 skips steps 3-5.
 set -euo pipefail
@@ -26,8 +26,16 @@ step() {
 bash scripts/install-deps.sh
 step "dependencies"
 
-build=${SHAKEDOWN_BUILD_DIR:-build}
 jobs=$(nproc)
+# Release first: what scripts/demo.sh and users build (-O3 warns differently); the README test
+# in step 2 runs the demo, which then finds this build ready.
+release=${SHAKEDOWN_RELEASE_DIR:-build-release}
+cmake -S . -B "$release" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=OFF \
+  -DSHAKEDOWN_CUDA=AUTO >/dev/null
+cmake --build "$release" -j "$jobs"
+step "Release build (warnings are errors)"
+
+build=${SHAKEDOWN_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_WERROR=ON \
   -DSHAKEDOWN_CUDA=AUTO
 cmake --build "$build" -j "$jobs"
@@ -37,11 +45,6 @@ step "RelWithDebInfo build"
 (cd "$build" && ctest --output-on-failure -j "$jobs" "$@")
 step "tests (RelWithDebInfo)"
 
-release=${SHAKEDOWN_RELEASE_DIR:-build-release}
-cmake -S . -B "$release" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=OFF \
-  -DSHAKEDOWN_CUDA=AUTO >/dev/null
-cmake --build "$release" -j "$jobs"
-step "Release build (warnings are errors)"
 
 if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   asan=${SHAKEDOWN_ASAN_DIR:-build-asan}

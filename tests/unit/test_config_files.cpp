@@ -63,7 +63,9 @@ TEST(ConfigFiles, SmokeYamlIsTheBuiltInDefault) {
 TEST(ConfigFiles, FullYamlLoadsAndShowsTheRealDefaults) {
   const Config full = load_config_file(kConfigs + "full.yaml");
   Config expected;
-  expected.phases = pipeline_phases();
+  // The phases this version implements (phases/phase.cpp); e2e.readme runs full.yaml, so a
+  // phase listed there that does not run fails that test.
+  expected.phases = {"inventory", "collectives", "gemm"};
   EXPECT_EQ(to_yaml(full), to_yaml(expected));
   EXPECT_EQ(full, expected);
 }

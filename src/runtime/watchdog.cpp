@@ -39,15 +39,34 @@ std::string format_seconds(double s) {
   return os.str();
 }
 
-// "rank 1, rank 2 and 3 more ranks"
+// "rank 1, rank 2 and 3 more ranks": at most kMaxNamed names in one message.
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kMaxNamed; ++i) {
+    out += (i ? ", " : "") + names[i];
+  }
+  if (names.size() > kMaxNamed) {
+    out += " and " + std::to_string(names.size() - kMaxNamed) + " more ranks";
+  }
+  return out;
+}
+
 std::string name_list(const std::vector<int>& ranks,
                       const std::function<std::string(std::size_t)>& name) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < ranks.size() && i < kMaxNamed; ++i) {
-    os << (i ? ", " : "") << name(static_cast<std::size_t>(ranks[i]));
+  std::vector<std::string> names;
+  for (int r : ranks) names.push_back(name(static_cast<std::size_t>(r)));
+  return join_names(names);
+}
+
+// Requests (notices, pings) to ranks that never received them: nothing waits for them any more.
+void drop_unfinished(std::vector<MPI_Request>& requests) {
+  for (MPI_Request& request : requests) {
+    int done = 0;
+    if (request == MPI_REQUEST_NULL) continue;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) continue;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
   }
-  if (ranks.size() > kMaxNamed) os << " and " << ranks.size() - kMaxNamed << " more ranks";
-  return os.str();
 }
 
 // The boot id and pid namespace: processes with the same identity can be looked up in /proc.
@@ -254,14 +273,6 @@ std::string interrupt_reason(int signal, const std::string& signalled_rank,
   for (const auto& [name, liveness] : silent) {
     (liveness == Liveness::kGone ? gone : unknown).push_back(name);
   }
-  auto join_names = [](const std::vector<std::string>& names) {
-    std::string out;
-    for (std::size_t i = 0; i < names.size() && i < kMaxNamed; ++i)
-      out += (i ? ", " : "") + names[i];
-    if (names.size() > kMaxNamed)
-      out += " and " + std::to_string(names.size() - kMaxNamed) + " more ranks";
-    return out;
-  };
   std::string out;
   if (!gone.empty()) {
     out = join_names(gone) + " ended unexpectedly (" +
@@ -310,14 +321,7 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  // Notices to ranks that never read them (they had stopped): nothing waits for them any more.
-  for (MPI_Request& request : abort_notices_) {
-    int done = 0;
-    if (request == MPI_REQUEST_NULL) continue;
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) continue;
-    MPI_Cancel(&request);
-    MPI_Request_free(&request);
-  }
+  drop_unfinished(abort_notices_);  // notices to ranks that had stopped
 }
 
 Watchdog::AbortRegistration Watchdog::on_abort(LocalAbort fn) {
@@ -573,13 +577,8 @@ void Watchdog::run_peer() {
       break;
     }
   }
-  if (interrupt_request != MPI_REQUEST_NULL) {
-    int done = 0;
-    if (MPI_Test(&interrupt_request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) {
-      MPI_Cancel(&interrupt_request);
-      MPI_Request_free(&interrupt_request);
-    }
-  }
+  std::vector<MPI_Request> interrupt_requests{interrupt_request};
+  drop_unfinished(interrupt_requests);
 }
 
 void Watchdog::run_root() {
@@ -780,13 +779,7 @@ void Watchdog::run_root() {
           true);
     }
   }
-  for (MPI_Request& request : pings) {
-    int finished = 0;
-    if (request == MPI_REQUEST_NULL) continue;
-    if (MPI_Test(&request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished) continue;
-    MPI_Cancel(&request);
-    MPI_Request_free(&request);
-  }
+  drop_unfinished(pings);
 }
 
 }  // namespace shakedown

@@ -9,22 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "core/strings.hpp"
 #include "record/writer.hpp"
 
 namespace shakedown {
 namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 int run(const std::string& command) {
   const int status = std::system(command.c_str());
@@ -93,8 +82,8 @@ TEST_F(RecordAnalyze, ScriptReadsARunFile) {
   const std::filesystem::path file = write_sample(dir_ / "run.h5");
   const std::string script = std::string(SHAKEDOWN_SOURCE_DIR) + "/scripts/analyze.py";
   const std::filesystem::path out = dir_ / "out.txt";
-  const int rc = run(python + " " + quoted(script) + " " + quoted(file.string()) + " >" +
-                     quoted(out.string()) + " 2>&1");
+  const int rc = run(python + " " + shell_quote(script) + " " + shell_quote(file.string()) + " >" +
+                     shell_quote(out.string()) + " 2>&1");
   std::string output;
   if (std::FILE* fp = std::fopen(out.c_str(), "r")) {
     char buf[4096];
@@ -114,8 +103,9 @@ TEST_F(RecordAnalyze, ScriptFailsClearlyOnAMissingFile) {
   if (python.empty()) GTEST_SKIP() << "no python3 with h5py and pandas (set SHAKEDOWN_PYTHON)";
   const std::string script = std::string(SHAKEDOWN_SOURCE_DIR) + "/scripts/analyze.py";
   const std::filesystem::path missing = dir_ / "missing.h5";
-  EXPECT_NE(
-      run(python + " " + quoted(script) + " " + quoted(missing.string()) + " >/dev/null 2>&1"), 0);
+  EXPECT_NE(run(python + " " + shell_quote(script) + " " + shell_quote(missing.string()) +
+                " >/dev/null 2>&1"),
+            0);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # Bounded fuzzing: each libFuzzer target of a -DSHAKEDOWN_FUZZ=ON build runs for SECONDS on a
 # scratch copy of its seed corpus (tests/fuzz/corpus/<name>/ is never changed). Any crash, leak,
 # timeout or sanitizer report fails the run and leaves the input in ARTIFACTS; once the bug is
-# fixed, copy that input into tests/fuzz/corpus/<name>/ so ctest replays it from then on.
+# fixed, copy that input into tests/fuzz/regressions/<name>/ so ctest replays it from then on.
 # Usage: scripts/fuzz.sh BUILD_DIR [SECONDS per target, default 30] [target names...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,8 +20,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/shakedown-fuzz.XXXXXX")
 artifacts=${SHAKEDOWN_FUZZ_ARTIFACTS:-$build/fuzz-artifacts}
 mkdir -p "$artifacts"
 trap 'rm -rf "$work"' EXIT
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The sanitizers' options and suppressions are compiled into the targets
+# (tests/sanitizers/defaults.cpp.in); ASAN_OPTIONS and the like may still override them.
 failed=()
 for name in "${targets[@]}"; do
   fuzzer=$build/tests/fuzz_$name

@@ -53,22 +53,13 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
     -DSHAKEDOWN_CUDA=OFF -DSHAKEDOWN_BENCH=OFF >/dev/null
   cmake --build "$asan" -j "$jobs"
   step "ASan+UBSan build (clang, with the fuzz targets)"
-  supp=$root/tests/sanitizers
-  export ASAN_OPTIONS="suppressions=$supp/asan.supp:detect_leaks=1:abort_on_error=1"
-  export LSAN_OPTIONS="suppressions=$supp/lsan.supp"
-  export UBSAN_OPTIONS="suppressions=$supp/ubsan.supp:print_stacktrace=1:halt_on_error=1"
-  # hwloc unloads its PCI plugin before LeakSanitizer reports; preloaded, its leaks can be named.
-  pci_plugin=$(ls /usr/lib/*/hwloc/hwloc_pci.so 2>/dev/null | head -n 1 || true)
-  (cd "$asan" && LD_PRELOAD=$pci_plugin ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
-  # Open MPI unloads its components at MPI_Finalize before the leak report, which then cannot
-  # attribute (or suppress) their leaks: MPI processes run with every check but leaks.
-  (cd "$asan" && LD_PRELOAD=$pci_plugin ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
-    ctest --output-on-failure \
+  # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
+  (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
+  (cd "$asan" && ctest --output-on-failure \
     -R '^(mpi\.|e2e\.(bad_input|demo_run|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|gemm|collectives)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-20}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-20} s per target)"
-  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 
   # ThreadSanitizer on the threads that share MPI: the watchdog (unit tests of runtime/ and
   # the MPI tests, which run the watchdog, clock sync and recorder under real mpirun).
@@ -77,8 +68,7 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
     -DSHAKEDOWN_BENCH=OFF >/dev/null
   cmake --build "$tsan" -j "$jobs" --target unit_runtime mpi_tests
-  (cd "$tsan" && TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1" \
-    ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np[23]$)')
+  (cd "$tsan" && ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np[23]$)')
   step "ThreadSanitizer: watchdog unit and MPI tests"
 fi
 echo "test.sh: all steps passed in $((SECONDS - started)) s"

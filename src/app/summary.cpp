@@ -35,9 +35,10 @@ std::string read_summary(const std::string& path) {
 int summary_command(const std::string& path) {
   // A damaged file (truncated, overwritten, corrupted in transfer) can crash HDF5 1.10 itself
   // while it reads (found by fuzzing mutated run files: a corrupt string heap makes it copy
-  // past its buffers). The file is read in a child process, so that becomes an error message.
+  // past its buffers) or make it loop forever. The file is read in a child process, so either
+  // becomes an error message (a hang after 5 minutes: large files read in seconds).
   const ChildProbe probe =
-      probe_in_child([&] { return read_summary(path); }, std::chrono::minutes(10));
+      probe_in_child([&] { return read_summary(path); }, std::chrono::minutes(5));
   if (!probe.ok) {
     throw UsageError("cannot read '" + path + "': HDF5 " + probe.text +
                      " while reading it; the file is damaged (truncated, overwritten or "

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +114,7 @@ ChildProbe probe_in_child(const std::function<std::string()>& fn,
     return {false, std::string("cannot fork: ") + std::strerror(errno)};
   }
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a child stuck in a library dies with its parent
     close(out[0]);
     close(err[0]);
     dup2(err[1], STDERR_FILENO);  // what a crashing library prints is the parent's to report

@@ -50,8 +50,9 @@ std::vector<std::string> bracket_values(std::string_view inside, std::string_vie
     }
     // Leading zeros fix the width ("001-018"); without them numbers are printed plainly.
     const std::size_t width = lo.size() > 1 && lo[0] == '0' ? lo.size() : 0;
-    for (unsigned long long v = a; v <= b; ++v) {
-      std::string text = std::to_string(v);
+    // Counted, not `v <= b`: with b the largest unsigned value that condition never ends.
+    for (unsigned long long k = 0; k <= b - a; ++k) {
+      std::string text = std::to_string(a + k);
       if (text.size() < width) text.insert(0, width - text.size(), '0');
       values.push_back(std::move(text));
     }

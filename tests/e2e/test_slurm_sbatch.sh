@@ -107,10 +107,27 @@ expect_in "$log3" "launcher mpirun" "template used mpirun"
 expect_in "$TMP/results/$jid3/summary.txt" "^  3 +1 +1 .* job $jid3 node - task -( +leaf0)?\$" "mpirun ranks: job id, no task ids"
 t3=$(($(date +%s) - start - t1 - t2))
 
+# ---- 4: scancel in the middle of a sweep: the run is marked interrupted, the template says 3 ----
+jid4=$(sbatch --parsable "${size[@]}" "$src/launch/shakedown.sbatch" --virtual-nodes 2 \
+  --phases collectives --set collectives.scopes=[world] --set collectives.ops=[all_reduce] \
+  --set collectives.dtypes=[float32] --set collectives.in_place=no \
+  --set collectives.sizes=1K,2K,4K,8K,16K,32K --set collectives.iters=30000) || fail "sbatch (scancel)"
+run4=$TMP/results/$jid4/run.h5
+wait_for_object "$run4" /collectives/world/all_reduce/float32_sum/out_of_place/time_us 90 ||
+  { cat "$TMP/submit/shakedown-$jid4.out"; fail "the job to cancel never measured a size"; }
+scancel "$jid4"
+wait_job "$jid4" 60
+log4=$TMP/submit/shakedown-$jid4.out
+cat "$log4"
+expect_in "$log4" "interrupted by SIGTERM on rank [0-3] \(host [^)]+\): Slurm time limit, scancel or Ctrl-C" "the signal is named"
+expect_in "$log4" "shakedown.sbatch: job $jid4: exit 3 \(runtime fault\)" "template reports exit 3 after scancel"
+[[ "$(h5_root_attr "$run4" status)" == aborted ]] || fail "cancelled run.h5 not marked aborted"
+t4=$(($(date +%s) - start - t1 - t2 - t3))
+
 # ---- stop: exactly the daemons we started --------------------------------------------------
 "$src/scripts/start-slurm.sh" --stop --dir "$slurm_dir" >"$TMP/stop.out" 2>&1 || fail "--stop"
 for p in $pids_before; do
   kill -0 "$p" 2>/dev/null && fail "daemon pid $p still alive after --stop"
 done
 expect_in "$TMP/stop.out" "stopped slurmd [0-9]+ slurmctld [0-9]+ munged [0-9]+" "--stop names what it stopped"
-pass "Slurm: smoke job $jid exit 0 (${t1} s incl. start), stall job $jid2 exit 3${srun_rc:+ (srun said $srun_rc)} (${t2} s), mpirun job $jid3 exit 0 (${t3} s)"
+pass "Slurm: smoke job $jid exit 0 (${t1} s incl. start), stall job $jid2 exit 3${srun_rc:+ (srun said $srun_rc)} (${t2} s), mpirun job $jid3 exit 0 (${t3} s), cancelled job $jid4 marked interrupted (${t4} s)"

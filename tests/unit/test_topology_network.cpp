@@ -34,6 +34,14 @@ TEST(TopologyHostlist, ExpandsRangesListsAndPadding) {
   EXPECT_EQ(expand_hostlist("127.0.0.2,127.0.0.3"), (Names{"127.0.0.2", "127.0.0.3"}));
 }
 
+// The largest 64-bit number as a host index (a fuzzer's find): one name, not an endless loop.
+TEST(TopologyHostlist, TheLargestIndexEndsTheRange) {
+  EXPECT_EQ(expand_hostlist("x[18446744073709551615]"),
+            (std::vector<std::string>{"x18446744073709551615"}));
+  EXPECT_EQ(expand_hostlist("x[18446744073709551614-18446744073709551615]"),
+            (std::vector<std::string>{"x18446744073709551614", "x18446744073709551615"}));
+}
+
 TEST(TopologyHostlist, RejectsMalformedExpressionsSayingWhy) {
   auto message = [](const std::string& expr) {
     try {

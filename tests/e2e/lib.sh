@@ -70,3 +70,17 @@ rank_pid() {
 first_message() {
   grep '^shakedown: ' "$1" | grep -v '^shakedown: writing ' | head -n 1
 }
+
+# expect_readable_incomplete FILE RANKS ROW WHAT: a file its run left unclosed (status running)
+# still reads: summary exits 3 with the INCOMPLETE verdict and shows the topology row ROW (a
+# regex), and h5py (when installed) reads the status and all RANKS topology rows.
+expect_readable_incomplete() {
+  "$SHAKEDOWN" summary "$1" >"$TMP/summary" 2>&1
+  expect_rc 3 $? "summary of the file $4 left"
+  expect_in "$TMP/summary" "verdict: INCOMPLETE: the run ended without closing its file" "INCOMPLETE said ($4)"
+  expect_in "$TMP/summary" "$3" "topology readable in the file $4 left"
+  if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+    /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); assert f.attrs['status']=='running'; assert len(f['topology/ranks'])==int(sys.argv[2])" \
+      "$1" "$2" || fail "h5py cannot read the file $4 left"
+  fi
+}

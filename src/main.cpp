@@ -98,6 +98,13 @@ int main(int argc, char** argv) {
   std::string summary_path;
   auto* summary_cmd = app.add_subcommand("summary", "Print the summary of a saved run file");
   summary_cmd->add_option("file", summary_path, "RUN.h5")->required();
+  bool summary_detail = false, summary_recompute = false;
+  summary_cmd->add_flag("--detail", summary_detail,
+                        "Also print every size of every sweep, the full inventory and every "
+                        "finding");
+  summary_cmd->add_flag("--recompute", summary_recompute,
+                        "Ignore the verdict the run stored in the file and recompute it from the "
+                        "measurements (with this version's checks)");
 
   try {
     app.parse(argc, argv);
@@ -124,7 +131,7 @@ int main(int argc, char** argv) {
     }
     if (*topo_cmd) return topo_command(topo, &argc, &argv);
     if (*plan_cmd) return plan_command(plan);
-    if (*summary_cmd) return summary_command(summary_path);
+    if (*summary_cmd) return summary_command(summary_path, summary_detail, summary_recompute);
     std::cerr << app.help() << "A subcommand is required.\n";
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/checks.hpp"
 #include "analysis/number_text.hpp"
 #include "analysis/stragglers.hpp"
 #include "config/load.hpp"
@@ -43,15 +44,6 @@ std::string tflops_text(double v) {
 }
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// The run's own straggler thresholds; the defaults when its config cannot be read back.
-ChecksConfig thresholds(const RunFile& file) {
-  try {
-    return load_config(file.meta().config_yaml, file.path().string() + ":/config_yaml").checks;
-  } catch (const Error&) {
-    return ChecksConfig{};
-  }
-}
 
 // One shape as recorded.
 struct ShapeData {
@@ -206,71 +198,105 @@ GemmShapeRow table_row(const ShapeData& s, const std::vector<RankInfo>& ranks) {
 
 }  // namespace
 
-GemmFindings gemm_findings(const RunFile& file) {
+GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   GemmFindings out;
-  if (!file.has(schema::kGemmGroup)) return out;
+  if (!facts.asked_for("gemm") && !file.has(schema::kGemmGroup)) return out;
+  if (!file.has(schema::kGemmGroup)) {
+    out.findings.push_back(not_recorded(facts, "gemm"));
+    return out;
+  }
   out.ran = true;
-  const std::vector<RankInfo> ranks = file.ranks();
-  const ChecksConfig limits = thresholds(file);
+  const std::vector<RankInfo>& ranks = facts.ranks;
+  const ChecksConfig& limits = facts.config.checks;
   const std::vector<ShapeData> shapes = read_shapes(file);
-
-  std::vector<int> hash_bad, bound_bad, slow, lonely, unchecked_ranks;
-  std::vector<std::string> hash_lines, bound_lines, slow_lines, skip_lines, note_lines;
-  int undetermined = 0, measured = 0;
   out.engine = file.has_attr(schema::kGemmGroup, "engine")
                    ? file.attr_string(schema::kGemmGroup, "engine")
                    : "?";
+
+  // One finding about rank r of a shape.
+  auto about_rank = [&](const char* check, CheckStatus status, int r, std::string message) {
+    Finding f;
+    f.check = check;
+    f.status = status;
+    f.subject_kind = "rank";
+    f.subject = "rank " + std::to_string(r);
+    f.rank = r;
+    f.node = facts.node_of_rank(r);
+    f.host = facts.host_of_rank(r);
+    f.message = std::move(message);
+    return f;
+  };
+  std::vector<Finding> hash, bound, slow;
+  std::vector<std::string> skipped;
+  std::vector<int> lonely, unchecked;
   for (const ShapeData& s : shapes) {
     out.rows.push_back(table_row(s, ranks));
     if (!s.measured) {
-      skip_lines.push_back("gemm " + s.name + ": skipped: " + s.skip_reason);
+      skipped.push_back(s.name + ": " + s.skip_reason);
       continue;
     }
-    ++measured;
+    ++out.measured;
     for (std::int64_t g = 0; g < static_cast<std::int64_t>(s.group_name.size()); ++g) {
       const GroupVerdict v = judge_group(s, g);
       const std::string& code = s.group_name[static_cast<std::size_t>(g)];
       if (v.members.size() == 1) lonely.push_back(v.members.front());
       for (int r : v.suspects) {
-        hash_bad.push_back(r);
-        hash_lines.push_back(
+        Finding f = about_rank(
+            "gemm.output_hash", CheckStatus::kFail, r,
             rank_name(ranks, r) + ": gemm " + s.name +
-            " output hash differs from the majority of the " + std::to_string(v.members.size()) +
-            " ranks running the same code: silent data corruption suspected [" + code + "]");
+                " output hash differs from the majority of the " +
+                std::to_string(v.members.size()) +
+                " ranks running the same code: silent data corruption suspected [" + code + "]");
+        f.corruption = 1;
+        f.evidence = "shape " + s.name;
+        hash.push_back(f);
       }
       if (v.undetermined) {
-        ++undetermined;
         std::vector<std::string> names;
         for (int r : v.members) names.push_back(rank_name(ranks, r));
-        hash_lines.push_back("gemm " + s.name + ": the output hashes of " + join(names, ", ") +
-                             " differ and no majority says which is wrong: silent data "
-                             "corruption on at least one of them; run again with more ranks of "
-                             "this kind to find it [" +
-                             code + "]");
+        Finding f = run_finding("gemm.output_hash", CheckStatus::kFail,
+                                "gemm " + s.name + ": the output hashes of " + join(names, ", ") +
+                                    " differ and no majority says which is wrong: silent data "
+                                    "corruption on at least one of them; run again with more "
+                                    "ranks of this kind to find it [" +
+                                    code + "]");
+        f.subject_kind = "shape";
+        f.subject = s.name;
+        f.corruption = 1;
+        hash.push_back(f);
       }
     }
     for (std::size_t r = 0; r < s.ratio.size(); ++r) {
       if (s.rows[r] == 0) {  // the check could not run (memory): say so, do not blame
-        unchecked_ranks.push_back(static_cast<int>(r));
+        unchecked.push_back(static_cast<int>(r));
         continue;
       }
       if (s.ratio[r] <= 1.0) continue;  // NaN and inf fail too
-      bound_bad.push_back(static_cast<int>(r));
-      bound_lines.push_back(
+      Finding f = about_rank(
+          "gemm.numerics", CheckStatus::kFail, static_cast<int>(r),
           rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name +
-          " output outside the error bound: |D - R| = " + general_text(s.ratio[r], 3) +
-          " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
-          general_text(s.expected[r], 9) + ", got " + general_text(s.got[r], 9));
+              " output outside the error bound: |D - R| = " + general_text(s.ratio[r], 3) +
+              " x bound at D[" + std::to_string(s.worst[r]) + "]: expected " +
+              general_text(s.expected[r], 9) + ", got " + general_text(s.got[r], 9));
+      f.corruption = 1;
+      f.value = s.ratio[r];
+      f.expected = 1;
+      f.unit = "x error bound";
+      bound.push_back(f);
     }
-    if (!s.unchecked.empty()) note_lines.push_back("gemm " + s.name + ": " + s.unchecked);
+    if (!s.unchecked.empty()) out.notes.push_back("gemm " + s.name + ": " + s.unchecked);
     for (const Straggler& st :
          find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
-      slow.push_back(st.rank);
-      slow_lines.push_back(rank_name(ranks, st.rank) + ": gemm " + s.name + " took " +
-                           general_text(st.value, 4) + " us (its median iteration), " +
-                           fixed_text(100 * st.slowdown, 0) + "% longer than the median rank's " +
-                           general_text(st.median, 4) + " us (robust z " +
-                           (std::isinf(st.z) ? std::string("inf") : fixed_text(st.z, 1)) + ")");
+      Finding f = about_rank(
+          "gemm.stragglers", CheckStatus::kWarn, st.rank,
+          rank_name(ranks, st.rank) + ": gemm " + s.name + " took " + general_text(st.value, 4) +
+              " us (its median iteration), " + fixed_text(100 * st.slowdown, 0) +
+              "% longer than the median rank's " + general_text(st.median, 4) + " us (robust z " +
+              (std::isinf(st.z) ? std::string("inf") : fixed_text(st.z, 1)) + ")");
+      f.value = st.value;
+      f.expected = st.median;
+      f.unit = "us";
+      slow.push_back(f);
     }
   }
   auto unique_ranks = [](std::vector<int> v) {
@@ -283,66 +309,71 @@ GemmFindings gemm_findings(const RunFile& file) {
     for (int r : v) names.push_back(std::to_string(r));
     return (v.size() == 1 ? "rank " : "ranks ") + join(names, ",");
   };
-  hash_bad = unique_ranks(hash_bad);
-  bound_bad = unique_ranks(bound_bad);
-  slow = unique_ranks(slow);
   lonely = unique_ranks(lonely);
-  unchecked_ranks = unique_ranks(unchecked_ranks);
-  out.corrupt = !hash_bad.empty() || !bound_bad.empty() || undetermined > 0;
+  unchecked = unique_ranks(unchecked);
+  const std::string world = std::to_string(ranks.size()) + " ranks";
 
-  CheckResult hash{"gemm.output_hash", CheckStatus::kPass,
-                   "every rank's output hash agrees with its peers'"};
-  if (measured == 0) {
-    hash = {"gemm.output_hash", CheckStatus::kSkip, "no GEMM shape was measured"};
-  } else if (!hash_bad.empty() || undetermined > 0) {
-    std::string why;
-    if (!hash_bad.empty()) why = list(hash_bad) + " produced different bits from the same inputs";
-    if (undetermined > 0) {
-      why += std::string(why.empty() ? "" : "; ") +
-             "ranks disagree with no majority to say which one is wrong (" +
-             std::to_string(undetermined) + " shape(s); see the gemm findings)";
-    }
-    hash = {"gemm.output_hash", CheckStatus::kFail, why};
-  } else if (!lonely.empty()) {
-    hash = {"gemm.output_hash", CheckStatus::kWarn,
-            list(lonely) +
-                " had no peer running the same code on the same kind of device: "
-                "their output was not compared (run more ranks of each kind)"};
+  // Coverage: a phase asked for that measured nothing fails.
+  Finding cov = run_finding("gemm.coverage", CheckStatus::kPass,
+                            std::to_string(out.measured) + " shape(s) measured on " + world +
+                                " (engine " + out.engine + ")");
+  cov.value = static_cast<double>(out.measured);
+  cov.expected = static_cast<double>(shapes.size());
+  cov.unit = "shapes";
+  if (out.measured == 0) {
+    cov.status = CheckStatus::kFail;
+    cov.message = shapes.empty()
+                      ? "nothing measured: no shape was run"
+                      : "nothing measured: every shape was skipped (" + join(skipped, "; ") + ")";
+  } else if (!skipped.empty()) {
+    cov.status = CheckStatus::kWarn;
+    cov.message = std::to_string(out.measured) + " of " + std::to_string(shapes.size()) +
+                  " shapes measured; skipped: " + join(skipped, "; ");
   }
-  out.checks.push_back(hash);
-  CheckResult numerics{"gemm.numerics", CheckStatus::kPass,
-                       "every checked output element within the stated error bound"};
-  if (measured == 0) {
-    numerics = {"gemm.numerics", CheckStatus::kSkip, "no GEMM shape was measured"};
-  } else if (!bound_bad.empty()) {
-    numerics = {"gemm.numerics", CheckStatus::kFail, list(bound_bad) + " outside the error bound"};
-  } else if (!unchecked_ranks.empty()) {
-    numerics = {"gemm.numerics", CheckStatus::kWarn,
-                list(unchecked_ranks) + " could not be checked (see the gemm findings)"};
+  out.findings.push_back(cov);
+  if (out.measured == 0) return out;
+
+  if (hash.empty()) {
+    hash.push_back(lonely.empty()
+                       ? run_finding("gemm.output_hash", CheckStatus::kPass,
+                                     "every rank's output hash agrees with its peers' in " +
+                                         std::to_string(out.measured) + " shape(s)")
+                       : run_finding("gemm.output_hash", CheckStatus::kWarn,
+                                     list(lonely) +
+                                         " had no peer running the same code on the same kind "
+                                         "of device: their output was not compared (run more "
+                                         "ranks of each kind)"));
   }
-  out.checks.push_back(numerics);
-  out.checks.push_back({"gemm.stragglers", slow.empty() ? CheckStatus::kPass : CheckStatus::kWarn,
-                        slow.empty() ? "no rank slower than the median by " +
-                                           fixed_text(100 * limits.straggler_slowdown, 0) +
-                                           "% with robust z > " + fixed_text(limits.straggler_z, 1)
-                                     : list(slow) + " slow (see the gemm findings)"});
-  if (!skip_lines.empty()) {
-    out.checks.push_back({"gemm.skipped", CheckStatus::kWarn,
-                          std::to_string(skip_lines.size()) + " shape(s) not measured"});
+  if (bound.empty()) {
+    bound.push_back(
+        unchecked.empty()
+            ? run_finding("gemm.numerics", CheckStatus::kPass,
+                          "every checked output element within the stated error bound")
+            : run_finding("gemm.numerics", CheckStatus::kWarn,
+                          list(unchecked) + " could not be checked (" +
+                              (out.notes.empty() ? std::string("memory") : out.notes.front()) +
+                              ")"));
   }
-  out.lines = note_lines;
-  for (auto* v : {&hash_lines, &bound_lines, &slow_lines, &skip_lines}) {
-    out.lines.insert(out.lines.end(), v->begin(), v->end());
+  if (slow.empty()) {
+    slow.push_back(run_finding("gemm.stragglers", CheckStatus::kPass,
+                               "no rank slower than the median by " +
+                                   fixed_text(100 * limits.straggler_slowdown, 0) +
+                                   "% with robust z > " + fixed_text(limits.straggler_z, 1)));
   }
+  for (auto* v : {&hash, &bound, &slow})
+    out.findings.insert(out.findings.end(), v->begin(), v->end());
   return out;
 }
 
-std::string format_gemm(const GemmFindings& findings) {
+std::string format_gemm(const GemmFindings& findings, bool explain) {
   if (!findings.ran) return "";
   std::ostringstream os;
-  os << "  engine " << findings.engine << "; TFLOP/s = 2mnk / time of each rank's median iteration;"
-     << " err = max |D - R| / max |R| against fp64, bound = the worst element's error / its "
-        "bound\n";
+  if (explain) {
+    os << "  engine " << findings.engine
+       << "; TFLOP/s = 2mnk / time of each rank's median iteration;"
+       << " err = max |D - R| / max |R| against fp64, bound = the worst element's error / its "
+          "bound\n";
+  }
   char line[256];
   std::snprintf(line, sizeof line, "  %-22s %-10s %-4s %9s %9s %9s  %-28s %8s %6s  %s\n", "shape",
                 "A x B", "out", "min", "median", "max", "slowest rank", "err", "bound", "hashes");
@@ -361,7 +392,7 @@ std::string format_gemm(const GemmFindings& findings) {
                   row.bound > 1 || std::isnan(row.bound) ? "!" : " ", row.hashes.c_str());
     os << line;
   }
-  for (const auto& l : findings.lines) os << "  ! " << l << "\n";
+  for (const auto& l : findings.notes) os << "  ! " << l << "\n";
   return os.str();
 }
 

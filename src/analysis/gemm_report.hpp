@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_facts.hpp"
+#include "record/findings.hpp"
 #include "record/reader.hpp"
 #include "topology/rank_info.hpp"
 
@@ -23,20 +25,21 @@ struct GemmShapeRow {
 };
 
 struct GemmFindings {
-  bool ran = false;                 // the file has a /gemm group
-  std::string engine;               // "cpu" | "cublaslt"
-  std::vector<GemmShapeRow> rows;   // in the order the shapes ran
-  std::vector<CheckResult> checks;  // gemm.output_hash, gemm.numerics, gemm.stragglers, ...
-  std::vector<std::string> lines;   // one per finding, naming rank, host, node and shape
-  // A rank with a differing hash or an out-of-bound output, or ranks that disagree with no
-  // majority to name one: the verdict is DATA CORRUPTION.
-  bool corrupt = false;
+  bool ran = false;                // the file has a /gemm group
+  std::string engine;              // "cpu" | "cublaslt"
+  std::vector<GemmShapeRow> rows;  // in the order the shapes ran
+  std::size_t measured = 0;        // shapes with timings
+  // gemm.coverage, gemm.output_hash, gemm.numerics, gemm.stragglers: one finding per rank or
+  // shape at fault (wrong bits or values are marked corruption), else one saying what passed.
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;  // what could not be checked, and why
 };
 
-// Reads /gemm once. Straggler thresholds come from the run's own config
-// (checks.straggler_z, _slowdown).
-GemmFindings gemm_findings(const RunFile& file);
-// The table and the findings; "" when the run has no /gemm.
-std::string format_gemm(const GemmFindings& findings);
+// Reads /gemm once; nothing when the config did not ask for gemm. Straggler thresholds come
+// from the run's own config (checks.straggler_z, _slowdown).
+GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts);
+// The table, one line per shape, and what could not be checked; `explain` adds what the columns
+// mean. "" when the run has no /gemm.
+std::string format_gemm(const GemmFindings& findings, bool explain);
 
 }  // namespace shakedown

@@ -35,7 +35,8 @@ struct PlanOptions {
 };
 int plan_command(const PlanOptions& options);
 
-int summary_command(const std::string& path);
+// Prints the summary of a run file; `recompute` ignores a stored /analysis.
+int summary_command(const std::string& path, bool detail, bool recompute);
 
 // "shakedown: error: <message>" (and the details after it) on stderr.
 void report_error(const std::exception& e);

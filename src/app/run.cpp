@@ -9,7 +9,8 @@
 #include <iostream>
 #include <thread>
 
-#include "analysis/summary.hpp"
+#include "analysis/reporters/summary_text.hpp"
+#include "analysis/verdict.hpp"
 #include "app/app.hpp"
 #include "app/common.hpp"
 #include "config/load.hpp"
@@ -119,6 +120,14 @@ RunMeta make_meta(const Context& ctx, const RunOptions& options, const std::stri
   return meta;
 }
 
+// What actually ran, per phase: "collectives mpi, gemm cpu".
+std::string backends_text(const RunAnalysis& a) {
+  std::vector<std::string> parts;
+  if (a.collectives.ran) parts.push_back("collectives " + a.collectives.backend);
+  if (a.gemm.ran) parts.push_back("gemm " + a.gemm.engine);
+  return parts.empty() ? "none" : join(parts, ", ");
+}
+
 // Everything after the output file exists. Errors here may be local to one rank; the caller
 // hands them to the watchdog, which records them and ends the job.
 void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
@@ -162,17 +171,25 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
     find_phase(name)->run(env);
     watchdog.barrier(ctx.world(), "after " + name);
   }
+  // The verdict comes from the file alone, exactly as `shakedown summary` recomputes it, and is
+  // stored in /analysis before the file gets its final name.
+  watchdog.step("verdict");
+  recorder.write([&](RunWriter& w) {
+    w.set_status(schema::kStatusComplete);
+    const RunAnalysis analysis = analyze(RunFile::open(w.partial_path()));
+    w.write_analysis(to_record(analysis.verdict));
+    w.set_attr(schema::kRoot, schema::kAttrBackend, backends_text(analysis));
+  });
   watchdog.step("finish run file");
   recorder.finish(schema::kStatusComplete);
 }
 
-// The verdict comes from the file alone, exactly as `shakedown summary` computes it.
 int report_from_file(const Context& ctx, const std::filesystem::path& out) {
   if (!ctx.is_root()) return 0;
-  RunFile file = RunFile::open(out);
-  Verdict verdict = compute_verdict(file);
-  std::cout << format_summary(file, verdict) << std::flush;
-  return static_cast<int>(verdict.code);
+  const RunFile file = RunFile::open(out);
+  const RunAnalysis analysis = analyze_stored(file);
+  std::cout << format_summary(file, analysis, /*detail=*/false) << std::flush;
+  return static_cast<int>(analysis.verdict.code);
 }
 
 }  // namespace
@@ -213,7 +230,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     int code = 0;
     run_guarded(ctx, *watchdog, [&] {
       run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
-      watchdog->step("verdict");
+      watchdog->step("summary");
       code = report_from_file(ctx, out);
     });
     SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));

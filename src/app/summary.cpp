@@ -2,7 +2,8 @@
 #include <chrono>
 #include <iostream>
 
-#include "analysis/summary.hpp"
+#include "analysis/reporters/summary_text.hpp"
+#include "analysis/verdict.hpp"
 #include "app/app.hpp"
 #include "core/dynamic_library.hpp"
 #include "core/error.hpp"
@@ -17,11 +18,12 @@ std::string encode(int code, bool ok, const std::string& text, const std::string
   return std::to_string(code) + (ok ? " ok\n" : " error\n") + text + '\0' + detail;
 }
 
-std::string read_summary(const std::string& path) {
+std::string read_summary(const std::string& path, bool detail, bool recompute) {
   try {
     const RunFile file = RunFile::open(path);
-    const Verdict verdict = compute_verdict(file);
-    return encode(static_cast<int>(verdict.code), true, format_summary(file, verdict));
+    const RunAnalysis analysis = recompute ? analyze(file) : analyze_stored(file);
+    return encode(static_cast<int>(analysis.verdict.code), true,
+                  format_summary(file, analysis, detail));
   } catch (const Error& e) {
     return encode(static_cast<int>(e.code()), false, e.what(), e.detail());
   } catch (const std::exception& e) {
@@ -32,13 +34,13 @@ std::string read_summary(const std::string& path) {
 
 }  // namespace
 
-int summary_command(const std::string& path) {
+int summary_command(const std::string& path, bool detail, bool recompute) {
   // A damaged file (truncated, overwritten, corrupted in transfer) can crash HDF5 1.10 itself
   // while it reads (found by fuzzing mutated run files: a corrupt string heap makes it copy
   // past its buffers) or make it loop forever. The file is read in a child process, so either
   // becomes an error message (a hang after 5 minutes: large files read in seconds).
-  const ChildProbe probe =
-      probe_in_child([&] { return read_summary(path); }, std::chrono::minutes(5));
+  const ChildProbe probe = probe_in_child([&] { return read_summary(path, detail, recompute); },
+                                          std::chrono::minutes(5));
   if (!probe.ok) {
     throw UsageError("cannot read '" + path + "': HDF5 " + probe.text +
                      " while reading it; the file is damaged (truncated, overwritten or "

@@ -157,6 +157,25 @@ std::vector<CheckResult> RunFile::placement_checks() const {
   });
 }
 
+std::optional<AnalysisRecord> RunFile::analysis() const {
+  return read_file(path_, schema::kAnalysisGroup, [](hid_t file) -> std::optional<AnalysisRecord> {
+    if (!h5::exists(file, schema::kAnalysisGroup) || !h5::exists(file, schema::kAnalysisChecks)) {
+      return std::nullopt;
+    }
+    AnalysisRecord a;
+    a.findings = read_rows(file, schema::kAnalysisChecks, tables::finding_fields());
+    h5::Object g = h5::open_object(file, schema::kAnalysisGroup);
+    a.verdict = h5::read_attr_string(g.get(), schema::kAttrVerdict);
+    a.exit_code = static_cast<int>(h5::read_attr_int64(g.get(), schema::kAttrExitCode));
+    a.tested = h5::read_attr_string(g.get(), schema::kAttrTested);
+    a.passed = static_cast<int>(h5::read_attr_int64(g.get(), schema::kAttrPassed));
+    a.warned = static_cast<int>(h5::read_attr_int64(g.get(), schema::kAttrWarned));
+    a.failed = static_cast<int>(h5::read_attr_int64(g.get(), schema::kAttrFailed));
+    a.skipped = static_cast<int>(h5::read_attr_int64(g.get(), schema::kAttrSkipped));
+    return a;
+  });
+}
+
 std::vector<NodeInventory> RunFile::inventory() const {
   return read_file(path_, schema::kInventoryGroup, [](hid_t file) {
     std::vector<NodeInventory> nodes = read_rows(file, schema::nodes::kPath, tables::node_fields());

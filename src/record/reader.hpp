@@ -9,11 +9,13 @@
 // vectors from the record accessors; the generic read_* accessors throw UsageError instead.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "record/findings.hpp"
 #include "record/run_meta.hpp"
 #include "topology/rank_info.hpp"
 
@@ -34,6 +36,8 @@ class RunFile {
   std::vector<NodeInventory> inventory() const;  // gpus and nics attached to their node
   std::vector<double> clock_offsets_us() const;
   std::vector<double> clock_rtt_us() const;
+  // What the run concluded (/analysis), or nothing when the run did not complete.
+  std::optional<AnalysisRecord> analysis() const;
 
   // True when the group or dataset at `path` exists ("/" always does).
   bool has(const std::string& path) const;

@@ -3,6 +3,7 @@
 // writer, the reader, the analysis and scripts/analyze.py cannot drift apart. Changing a name or a
 // layout means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore
 // what they do not know and default what is missing).
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -142,12 +143,24 @@ inline constexpr const char* kScopeWorld = "world";
 inline constexpr const char* kScopeIntraNode = "intra_node";
 inline constexpr const char* kScopeInterNode = "inter_node";
 inline constexpr const char* kScopePairs = "pairs";
+// One sweep: /collectives/<scope>/<op>/<dtype>[_<reduce>]/<in_place|out_of_place>/, attrs scope,
+// collective, dtype, reduce_op, in_place, nranks, busbw_factor, link_GBps, planned_sizes, and
+// unsupported (then no datasets). A scope that cannot run has attr skipped on its group.
 inline constexpr const char* kCollSizes = "sizes";           // uint64 [S] bytes
+inline constexpr const char* kCollCount = "count";           // uint64 [S] elements per rank
+inline constexpr const char* kCollSkipped = "skipped";       // int64 [S] 0 ran, 1 too small, 2 OOM
 inline constexpr const char* kCollTimeUs = "time_us";        // double [S, iters, world]
 inline constexpr const char* kCollArrivalUs = "arrival_us";  // double [S, iters, world]
-inline constexpr const char* kCollWrong = "wrong";           // uint64 [S, world]
-inline constexpr const char* kCollAlgbwGBps = "algbw_GBps";  // double [S]
-inline constexpr const char* kCollBusbwGBps = "busbw_GBps";  // double [S]
+inline constexpr const char* kCollWrong = "wrong";           // int64 [S, world]
+inline constexpr const char* kCollFirstWrong = "first_wrong";  // int64 [S, world]
+inline constexpr const char* kCollTimeMedUs = "time_med_us";   // double [S]
+inline constexpr const char* kCollTimeP5Us = "time_p5_us";     // double [S]
+inline constexpr const char* kCollTimeP95Us = "time_p95_us";   // double [S]
+inline constexpr const char* kCollAlgbwGBps = "algbw_GBps";    // double [S]
+inline constexpr const char* kCollBusbwGBps = "busbw_GBps";    // double [S]
+inline constexpr std::int64_t kCollMeasured = 0;
+inline constexpr std::int64_t kCollTooSmall = 1;
+inline constexpr std::int64_t kCollOutOfMemory = 2;
 
 // ---- /linkscan/ ----
 inline constexpr const char* kLinkscanGroup = "/linkscan";
@@ -189,14 +202,33 @@ inline constexpr const char* kCheckpointVerifyOk = "/checkpoint/verify_ok";  // 
 inline constexpr const char* kAttrWriteGBps = "write_GBps";                  // on /checkpoint
 inline constexpr const char* kAttrReadGBps = "read_GBps";                    // on /checkpoint
 
-// ---- /analysis/ ----
+// ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
+// verdict for files without it (aborted runs, files of older versions).
 inline constexpr const char* kAnalysisGroup = "/analysis";
-inline constexpr const char* kAnalysisStragglers = "/analysis/stragglers";  // table
-inline constexpr const char* kAnalysisChecks = "/analysis/checks";          // table
-inline constexpr const char* kAnalysisValue = "value";                      // checks column, double
-inline constexpr const char* kAnalysisThreshold = "threshold";              // checks column, double
-inline constexpr const char* kAnalysisPassed = "passed";  // checks column, int64 0/1
-inline constexpr const char* kAttrVerdict = "verdict";    // on /analysis
+inline constexpr const char* kAnalysisChecks = "/analysis/checks";  // table, one row per Finding
+namespace findings {
+inline constexpr const char* kCheck = "check";
+inline constexpr const char* kStatus = "status";  // "pass" | "warn" | "fail" | "skip"
+inline constexpr const char* kSubjectKind = "subject_kind";
+inline constexpr const char* kSubject = "subject";
+inline constexpr const char* kValue = "value";        // double, NaN when none
+inline constexpr const char* kExpected = "expected";  // double, NaN when none
+inline constexpr const char* kUnit = "unit";
+inline constexpr const char* kEvidence = "evidence";
+inline constexpr const char* kMessage = "message";
+inline constexpr const char* kHost = "host";              // to drain when failed; "" none
+inline constexpr const char* kNode = "node";              // int64, -1 none
+inline constexpr const char* kRank = "rank";              // int64, -1 none
+inline constexpr const char* kCorruption = "corruption";  // int64 0/1
+}  // namespace findings
+// attributes on /analysis
+inline constexpr const char* kAttrVerdict = "verdict";  // the headline
+inline constexpr const char* kAttrExitCode = "exit_code";
+inline constexpr const char* kAttrTested = "tested";  // what was measured, in words
+inline constexpr const char* kAttrPassed = "checks_passed";
+inline constexpr const char* kAttrWarned = "checks_warned";
+inline constexpr const char* kAttrFailed = "checks_failed";
+inline constexpr const char* kAttrSkipped = "checks_skipped";
 
 // ---- composed paths ----
 inline std::string join(std::string_view parent, std::string_view child) {

@@ -62,6 +62,26 @@ const std::vector<Field<CheckResult>>& check_fields() {
   return kFields;
 }
 
+const std::vector<Field<Finding>>& finding_fields() {
+  namespace c = schema::findings;
+  static const std::vector<Field<Finding>> kFields = {
+      field(c::kCheck, &Finding::check),
+      field(c::kStatus, &Finding::status),
+      field(c::kSubjectKind, &Finding::subject_kind),
+      field(c::kSubject, &Finding::subject),
+      field(c::kValue, &Finding::value),
+      field(c::kExpected, &Finding::expected),
+      field(c::kUnit, &Finding::unit),
+      field(c::kEvidence, &Finding::evidence),
+      field(c::kMessage, &Finding::message),
+      field(c::kHost, &Finding::host),
+      field(c::kNode, &Finding::node),
+      field(c::kRank, &Finding::rank),
+      field(c::kCorruption, &Finding::corruption),
+  };
+  return kFields;
+}
+
 const std::vector<Field<NodeInventory>>& node_fields() {
   namespace c = schema::nodes;
   using N = NodeInventory;

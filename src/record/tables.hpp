@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "record/findings.hpp"
 #include "record/h5.hpp"
 #include "topology/rank_info.hpp"
 
@@ -149,6 +150,7 @@ std::vector<Row> from_table(const h5::Table& table, const std::vector<Field<Row>
 
 const std::vector<Field<RankInfo>>& rank_fields();
 const std::vector<Field<CheckResult>>& check_fields();
+const std::vector<Field<Finding>>& finding_fields();
 const std::vector<Field<NodeInventory>>& node_fields();
 const std::vector<Field<NodeGpu>>& gpu_fields();
 const std::vector<Field<NodeNic>>& nic_fields();

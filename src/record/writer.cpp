@@ -174,6 +174,26 @@ void RunWriter::write_clock(std::span<const double> offset_us, std::span<const d
   });
 }
 
+void RunWriter::write_analysis(const AnalysisRecord& a) {
+  require_open("write_analysis");
+  const h5::Table table = tables::to_table(a.findings, tables::finding_fields());
+  edit("the analysis", [&](hid_t file) {
+    if (h5::exists(file, schema::kAnalysisGroup)) {
+      throw InternalError("write_analysis: " + std::string(schema::kAnalysisGroup) +
+                          " is written once, and it exists already");
+    }
+    h5::write_table(file, schema::kAnalysisChecks, table, compression_);
+    h5::Group g = h5::ensure_group(file, schema::kAnalysisGroup);
+    h5::write_attr(g.get(), schema::kAttrVerdict, a.verdict);
+    h5::write_attr(g.get(), schema::kAttrExitCode, std::int64_t{a.exit_code});
+    h5::write_attr(g.get(), schema::kAttrTested, a.tested);
+    h5::write_attr(g.get(), schema::kAttrPassed, std::int64_t{a.passed});
+    h5::write_attr(g.get(), schema::kAttrWarned, std::int64_t{a.warned});
+    h5::write_attr(g.get(), schema::kAttrFailed, std::int64_t{a.failed});
+    h5::write_attr(g.get(), schema::kAttrSkipped, std::int64_t{a.skipped});
+  });
+}
+
 void RunWriter::write_array(const std::string& path, std::span<const double> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);

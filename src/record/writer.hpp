@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "record/findings.hpp"
 #include "record/h5.hpp"
 #include "record/run_meta.hpp"
 #include "topology/rank_info.hpp"
@@ -47,6 +48,9 @@ class RunWriter {
   // /clock/offset_us and /clock/rtt_us, [world] each.
   void write_clock(std::span<const double> offset_us, std::span<const double> rtt_us);
 
+  // /analysis/checks (one row per finding) and the verdict attributes on /analysis. Written once,
+  // when the run completes (InternalError when /analysis exists already).
+  void write_analysis(const AnalysisRecord& analysis);
   // An N-d dataset at `path` (absolute, or relative to "/"), creating missing groups.
   // data.size() must equal the product of dims (InternalError otherwise); a path is written once.
   void write_array(const std::string& path, std::span<const double> data,

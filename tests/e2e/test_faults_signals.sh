@@ -44,7 +44,8 @@ first_message "$TMP/term.log" | grep -Eq "^shakedown: interrupted by SIGTERM on 
 "$SHAKEDOWN" summary "$out" >"$TMP/summary" 2>&1
 expect_rc 3 $? "summary of an interrupted run"
 expect_in "$TMP/summary" "verdict: ABORTED.*interrupted by SIGTERM" "summary says interrupted"
-expect_in "$TMP/summary" "1 KiB" "sizes measured before the signal are kept"
+"$SHAKEDOWN" summary --detail "$out" >"$TMP/detail" 2>&1
+expect_in "$TMP/detail" "^ +1 KiB +[0-9]+ +[0-9.]+" "sizes measured before the signal are kept"
 
 # ---- Ctrl-C (SIGINT) on a run without mpirun ----------------------------------------------------
 # One rank alone is quick: bigger sizes and more iterations keep it busy long enough.

@@ -19,6 +19,7 @@ for r in 0 1 2 3; do
   expect_in "$TMP/summary" "^  $r +$((r / 2)) +$((r % 2)) +" "rank $r placed by host"
 done
 # Collectives across the two pretend hosts: inter_node runs on the rails between them.
-expect_in "$TMP/summary" "inter_node all_reduce float32_sum out_of_place \(2 ranks" "inter-node scope over TCP"
+"$SHAKEDOWN" summary --detail "$out" >"$TMP/detail"
+expect_in "$TMP/detail" "inter_node all_reduce float32_sum out_of_place \(2 ranks" "inter-node scope over TCP"
 expect_in "$TMP/summary" "verdict: PASS" "verdict"
 pass "pretend hosts"

@@ -11,5 +11,5 @@ expect_in "$TMP/log" "1 node x 1 rank per node" "placement wording"
 expect_in "$TMP/log" "command: +.*shakedown run --set 'phases=\[inventory\]' --set 'output.dir=$TMP/a dir' --out $out$" "command line quoted"
 total_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 gib=$(awk -v kb="$total_kb" 'BEGIN {printf "%.1f", kb / 1048576}')
-expect_in "$TMP/log" "node 0 \(.*\): .*, $gib GiB;" "inventory memory is the machine's ($gib GiB)"
+expect_in "$TMP/log" "node 0 \(.*\): .*, $gib GiB[,;]" "inventory memory is the machine's ($gib GiB)"
 pass "singleton run wording"

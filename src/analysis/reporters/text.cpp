@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace shakedown {
@@ -103,6 +104,86 @@ std::string format_topology_table(const std::vector<RankInfo>& ranks) {
   return out;
 }
 
+std::string format_topology_compact(const std::vector<RankInfo>& ranks) {
+  if (ranks.size() <= 16) return format_topology_table(ranks);
+  struct NodeRow {
+    std::string host;
+    std::vector<int> ranks;
+    int gpus = 0;
+    std::vector<std::string> nics;
+  };
+  std::map<int, NodeRow> nodes;
+  for (const auto& r : ranks) {
+    NodeRow& n = nodes[r.node_index];
+    n.host = r.hostname;
+    n.ranks.push_back(r.rank);
+    n.gpus += r.gpu_index >= 0 ? 1 : 0;
+    if (!r.nic.empty() && std::find(n.nics.begin(), n.nics.end(), r.nic) == n.nics.end()) {
+      n.nics.push_back(r.nic);
+    }
+  }
+  Table t({"node", "host", "ranks", "gpus", "nics"});
+  for (const auto& [index, n] : nodes) {
+    const auto [lo, hi] = std::minmax_element(n.ranks.begin(), n.ranks.end());
+    std::string nics;
+    for (const auto& nic : n.nics) nics += (nics.empty() ? "" : ",") + nic;
+    t.add({std::to_string(index), n.host,
+           std::to_string(n.ranks.size()) + " (" + std::to_string(*lo) + "-" + std::to_string(*hi) +
+               ")",
+           std::to_string(n.gpus), or_dash(nics)});
+  }
+  return t.str();
+}
+
+std::string format_inventory_compact(const std::vector<NodeInventory>& nodes) {
+  // What makes two nodes alike: everything but their index and host name.
+  std::vector<std::pair<std::string, std::vector<int>>> kinds;
+  std::map<int, std::string> host;
+  for (const auto& n : nodes) {
+    host[n.node_index] = n.hostname;
+    std::ostringstream os;
+    os << or_dash(n.cpu_model) << ", " << n.cores << " cores, " << gib(n.memory_bytes) << ", ";
+    if (n.gpus.empty()) {
+      os << "no GPU";
+    } else {
+      std::map<std::string, int> models;
+      for (const auto& g : n.gpus) ++models[g.name + " " + gib(g.memory_bytes)];
+      bool first = true;
+      for (const auto& [m, c] : models) {
+        os << (first ? "" : ", ") << c << "x " << m;
+        first = false;
+      }
+      if (!n.gpu_driver.empty()) os << " (driver " << n.gpu_driver << ")";
+    }
+    os << "; " << or_dash(n.os) << ", kernel " << or_dash(n.kernel) << "; mpi "
+       << or_dash(n.mpi_version) << ", nccl " << or_dash(n.nccl_version) << ", cuda "
+       << or_dash(n.cuda_runtime_version) << ", ucx " << or_dash(n.ucx_version);
+    const std::string key = os.str();
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == key; });
+    if (it == kinds.end()) {
+      kinds.push_back({key, {}});
+      it = kinds.end() - 1;
+    }
+    it->second.push_back(n.node_index);
+  }
+  std::ostringstream os;
+  for (const auto& [key, list] : kinds) {
+    std::string which = list.size() == 1 ? "node " + std::to_string(list.front()) + " (" +
+                                               host.at(list.front()) + ")"
+                                         : std::to_string(list.size()) + " nodes";
+    if (list.size() > 1 && kinds.size() > 1) {
+      std::string ids;
+      for (std::size_t i = 0; i < list.size() && i < 8; ++i)
+        ids += (i ? "," : "") + std::to_string(list[i]);
+      which += " (" + ids + (list.size() > 8 ? ",..." : "") + ")";
+    }
+    os << "  " << which << (kinds.size() > 1 ? "" : (list.size() > 1 ? " alike" : "")) << ": "
+       << key << '\n';
+  }
+  return os.str();
+}
+
 std::string format_checks(const std::vector<CheckResult>& checks) {
   std::ostringstream os;
   for (const auto& c : checks) {
@@ -146,17 +227,17 @@ std::string format_inventory(const std::vector<NodeInventory>& nodes) {
 
 std::string format_run_meta(const RunMeta& m) {
   std::ostringstream os;
-  os << "  status:      " << m.status << '\n'
-     << "  started:     " << m.started_utc << "   finished: " << or_dash(m.finished_utc) << '\n'
-     << "  ranks:       " << m.world_size << " on " << m.node_count
+  os << "  status:    " << m.status << ", " << m.started_utc << " to " << or_dash(m.finished_utc)
+     << '\n'
+     << "  ranks:     " << m.world_size << " on " << m.node_count
      << (m.node_count == 1 ? " node" : " nodes")
      << (m.virtual_nodes > 1
              ? " (virtual: " + std::to_string(m.virtual_nodes) + " pretend nodes per host)"
              : "")
      << '\n'
-     << "  backend:     " << or_dash(m.backend) << '\n'
-     << "  shakedown:   " << m.shakedown_version << " (schema " << m.schema_version << ")\n"
-     << "  command:     " << m.command_line << '\n';
+     << "  backend:   " << or_dash(m.backend) << "; shakedown " << m.shakedown_version
+     << " (schema " << m.schema_version << ")\n"
+     << "  command:   " << m.command_line << '\n';
   return os.str();
 }
 

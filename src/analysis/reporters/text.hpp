@@ -11,6 +11,11 @@ namespace shakedown {
 
 // One row per rank: rank, node, local rank, host, cpus, numa, gpu, nic.
 std::string format_topology_table(const std::vector<RankInfo>& ranks);
+// Up to 16 ranks the table above, else one row per node: node, host, ranks, gpus, nics.
+std::string format_topology_compact(const std::vector<RankInfo>& ranks);
+// One line per distinct kind of node (CPU, cores, memory, GPUs, OS and kernel, library
+// versions): nodes that differ from the others show up as a line of their own.
+std::string format_inventory_compact(const std::vector<NodeInventory>& nodes);
 // One line per check: status, name, reason.
 std::string format_checks(const std::vector<CheckResult>& checks);
 // Node inventory, one block per node.

@@ -1,0 +1,382 @@
+#include "analysis/checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "analysis/number_text.hpp"
+#include "config/load.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+std::string plural(std::size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string sweep_name(const SweepData& s) {
+  return s.scope + " " + s.op + " " + s.leaf + " " + s.mode;
+}
+
+}  // namespace
+
+Finding not_recorded(const RunFacts& facts, const std::string& phase) {
+  if (facts.meta.status != schema::kStatusComplete) {
+    return run_finding(phase + ".coverage", CheckStatus::kSkip,
+                       "not run: the run ended before the " + phase + " phase");
+  }
+  return run_finding(phase + ".coverage", CheckStatus::kFail,
+                     "the " + phase + " phase was asked for but recorded nothing");
+}
+
+namespace {
+
+// Relative bandwidth: members (rails, or nodes of intra_node) whose busbw is well below the
+// median of their peers in most of the collectives compared.
+struct PeerSample {
+  std::string member;  // "rail_1", "node 1"
+  int node = -1;
+  double busbw = 0;
+};
+
+struct MemberTally {
+  int low = 0, compared = 0;
+  std::vector<double> fractions;
+  std::string worst_text;
+  double worst_fraction = 2;
+  double worst_value = 0, worst_median = 0;
+};
+
+void tally_peers(const std::vector<PeerSample>& peers, const std::string& what, double min_fraction,
+                 std::map<std::string, MemberTally>& tally) {
+  if (peers.size() < 2) return;
+  std::vector<double> values;
+  for (const auto& p : peers) values.push_back(p.busbw);
+  const double med = median(values);
+  if (!(med > 0)) return;
+  for (const auto& p : peers) {
+    MemberTally& t = tally[p.member];
+    const double fraction = p.busbw / med;
+    ++t.compared;
+    t.fractions.push_back(fraction);
+    if (fraction < min_fraction) ++t.low;
+    if (fraction < t.worst_fraction) {
+      t.worst_fraction = fraction;
+      t.worst_value = p.busbw;
+      t.worst_median = med;
+      t.worst_text = what;
+    }
+  }
+}
+
+}  // namespace
+
+Finding run_finding(std::string check, CheckStatus status, std::string message) {
+  Finding f;
+  const auto dot = check.find('.');
+  f.subject_kind = check.starts_with("run.") || check.starts_with("placement.") ? "run" : "phase";
+  f.subject = f.subject_kind == "run" ? "run" : check.substr(0, dot);
+  f.check = std::move(check);
+  f.status = status;
+  f.message = std::move(message);
+  return f;
+}
+
+std::vector<Finding> placement_checks(const RunFacts& facts) {
+  std::vector<Finding> out;
+  for (const CheckResult& c : facts.placement)
+    out.push_back(run_finding(c.name, c.status, c.reason));
+  return out;
+}
+
+std::vector<Finding> run_checks(const RunFacts& facts, const CollectivesData& collectives) {
+  const int world = facts.meta.world_size;
+  const int nodes = facts.meta.node_count;
+  Finding f = run_finding("run.coverage", CheckStatus::kPass, "");
+  f.value = world;
+  f.unit = "ranks";
+  std::vector<std::string> untested;
+  for (const auto& [scope, why] : collectives.skipped_scopes)
+    untested.push_back(scope + " (" + why + ")");
+  if (world <= 1) {
+    f.status = CheckStatus::kWarn;
+    f.message =
+        "1 rank: no link was exercised (collectives ran inside one process); launch with mpirun "
+        "or srun, several ranks per node and several nodes, to test links";
+  } else if (nodes <= 1) {
+    f.status = CheckStatus::kWarn;
+    f.message = "1 node: the network between nodes was not tested" +
+                (untested.empty() ? std::string() : "; not tested: " + join(untested, ", ")) +
+                "; launch on 2 or more nodes (--virtual-nodes 2 pretends on one host)";
+  } else if (!untested.empty()) {
+    f.status = CheckStatus::kWarn;
+    f.message = "not tested: " + join(untested, ", ");
+  } else {
+    f.message = plural(static_cast<std::size_t>(world), "rank", "ranks") + " on " +
+                plural(static_cast<std::size_t>(nodes), "node", "nodes");
+    if (facts.meta.virtual_nodes > 0) {
+      f.message +=
+          " (virtual nodes on one host: the links between them are shared memory, "
+          "not a network)";
+    }
+  }
+  return {f};
+}
+
+std::vector<Finding> inventory_checks(const RunFile& file, const RunFacts& facts) {
+  if (!facts.asked_for("inventory")) return {};
+  const auto nodes = file.inventory();
+  if (nodes.empty()) return {not_recorded(facts, "inventory")};
+  const auto expected = static_cast<std::size_t>(std::max(1, facts.meta.node_count));
+  Finding f = run_finding("inventory.coverage", CheckStatus::kPass,
+                          plural(nodes.size(), "node", "nodes") + " inventoried");
+  f.value = static_cast<double>(nodes.size());
+  f.expected = static_cast<double>(expected);
+  f.unit = "nodes";
+  if (nodes.size() < expected) {
+    f.status = CheckStatus::kWarn;
+    f.message =
+        std::to_string(nodes.size()) + " of " + std::to_string(expected) + " nodes inventoried";
+  }
+  return {f};
+}
+
+std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& facts,
+                                        const CollectivesData& data) {
+  if (!facts.asked_for("collectives")) return {};
+  if (!data.ran) return {not_recorded(facts, "collectives")};
+  std::vector<Finding> out;
+  const CollectivesConfig& cfg = facts.config.collectives;
+
+  // ---- coverage ----
+  std::size_t sweeps = 0, unsupported = 0, sizes = 0, measured = 0, too_small = 0, oom = 0;
+  std::vector<std::string> empty_sweeps;
+  std::uint64_t oom_from = 0;
+  for (const SweepData& s : data.sweeps) {
+    if (!s.unsupported.empty()) {
+      ++unsupported;
+      continue;
+    }
+    ++sweeps;
+    sizes += s.sizes.size();
+    for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+      if (s.skipped[i] == schema::kCollMeasured) ++measured;
+      if (s.skipped[i] == schema::kCollTooSmall) ++too_small;
+      if (s.skipped[i] == schema::kCollOutOfMemory) {
+        if (oom == 0 || s.sizes[i] < oom_from) oom_from = s.sizes[i];
+        ++oom;
+      }
+    }
+    if (s.measured() == 0) empty_sweeps.push_back(sweep_name(s));
+  }
+  Finding cov = run_finding("collectives.coverage", CheckStatus::kPass, "");
+  cov.value = static_cast<double>(measured);
+  cov.expected = static_cast<double>(sizes);
+  cov.unit = "sizes";
+  std::string skips;
+  if (oom > 0) skips += plural(oom, "size", "sizes") + " out of memory on at least one rank";
+  if (too_small > 0) {
+    skips += std::string(skips.empty() ? "" : ", ") + plural(too_small, "size", "sizes") +
+             " too small for one element per rank";
+  }
+  if (measured == 0) {
+    cov.status = CheckStatus::kFail;
+    cov.message = sweeps == 0
+                      ? "nothing measured: no sweep could run" +
+                            (unsupported > 0 ? " (" + plural(unsupported, "sweep", "sweeps") +
+                                                   " unsupported by the backend)"
+                                             : std::string())
+                      : "nothing measured: every size was skipped (" + skips + ")";
+  } else if (oom > 0 || !empty_sweeps.empty()) {
+    cov.status = CheckStatus::kWarn;
+    cov.message = std::to_string(measured) + " of " + std::to_string(sizes) + " sizes measured";
+    if (oom > 0) {
+      cov.message += "; " + plural(oom, "size", "sizes") + " skipped: out of memory on at least " +
+                     "one rank (from " + format_size(oom_from) + ")";
+    }
+    if (!empty_sweeps.empty()) {
+      cov.message += "; nothing measured in " + plural(empty_sweeps.size(), "sweep", "sweeps") +
+                     " (" + empty_sweeps.front() + (empty_sweeps.size() > 1 ? ", ..." : "") + ")";
+    }
+  } else {
+    cov.message =
+        plural(sweeps, "sweep", "sweeps") + ", " + std::to_string(measured) + " sizes measured";
+    if (too_small > 0)
+      cov.message += " (" + std::to_string(too_small) + " too small for one element per rank)";
+  }
+  if (unsupported > 0 && measured > 0) {
+    cov.message += "; " + plural(unsupported, "sweep", "sweeps") + " unsupported by the " +
+                   data.backend + " backend";
+  }
+  cov.evidence = std::to_string(cfg.iters) + " iterations per size";
+  out.push_back(cov);
+
+  // ---- wrong data, per rank ----
+  if (cfg.validate == "off") {
+    out.push_back(run_finding("collectives.wrong_data", CheckStatus::kSkip,
+                              "collectives.validate is off: no output was checked"));
+  } else if (measured > 0) {
+    struct RankWrong {
+      std::int64_t elements = 0;
+      std::set<std::string> sweeps;
+      std::string first;  // first sweep and size
+    };
+    std::map<int, RankWrong> bad;
+    for (const SweepData& s : data.sweeps) {
+      for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+        for (std::size_t r = 0; r < s.world; ++r) {
+          const std::int64_t w = s.wrong[i * s.world + r];
+          if (w <= 0) continue;
+          RankWrong& rw = bad[static_cast<int>(r)];
+          rw.elements += w;
+          rw.sweeps.insert(sweep_name(s));
+          if (rw.first.empty()) rw.first = sweep_name(s) + " " + format_size(s.sizes[i]);
+        }
+      }
+    }
+    if (bad.empty()) {
+      out.push_back(run_finding(
+          "collectives.wrong_data", CheckStatus::kPass,
+          "every rank's output matched the expected values in all " + std::to_string(measured) +
+              " sizes (" +
+              (cfg.validate == "every_iteration" ? "every iteration" : "once per size") + ")"));
+    }
+    for (const auto& [rank, rw] : bad) {
+      Finding f;
+      f.check = "collectives.wrong_data";
+      f.status = CheckStatus::kFail;
+      f.subject_kind = "rank";
+      f.subject = "rank " + std::to_string(rank);
+      f.rank = rank;
+      f.node = facts.node_of_rank(rank);
+      f.host = facts.host_of_rank(rank);
+      f.corruption = 1;
+      f.value = static_cast<double>(rw.elements);
+      f.expected = 0;
+      f.unit = "wrong elements";
+      f.evidence = "in " + plural(rw.sweeps.size(), "sweep", "sweeps");
+      f.message = facts.rank_name(rank) + ": " + std::to_string(rw.elements) +
+                  " wrong elements in " + plural(rw.sweeps.size(), "sweep", "sweeps") +
+                  ", first in " + rw.first;
+      out.push_back(f);
+    }
+  }
+
+  // ---- balance: one rail, or one node's intra-node communicator, below its peers ----
+  const double min_fraction = facts.config.checks.min_busbw_fraction;
+  std::map<std::string, MemberTally> rails, nodes;
+  std::map<std::string, int> node_index;
+  // Rails: the same sweep on every rail_<L>, at the largest size all of them measured.
+  std::map<std::string, std::vector<const SweepData*>> by_sweep;
+  for (const SweepData& s : data.sweeps) {
+    if (s.scope.starts_with("rail_") && s.measured() > 0) {
+      by_sweep[s.op + " " + s.leaf + " " + s.mode].push_back(&s);
+    }
+  }
+  for (const auto& [what, list] : by_sweep) {
+    long common = -1;
+    for (const SweepData* s : list)
+      common = common < 0 ? s->largest() : std::min(common, s->largest());
+    if (common < 0) continue;
+    std::vector<PeerSample> peers;
+    for (const SweepData* s : list) {
+      const double bw = s->busbw[static_cast<std::size_t>(common)];
+      if (std::isfinite(bw)) peers.push_back({s->scope, -1, bw});
+    }
+    tally_peers(peers,
+                what + " " + format_size(list.front()->sizes[static_cast<std::size_t>(common)]),
+                min_fraction, rails);
+  }
+  // Nodes: each node's own ranks in the intra_node sweeps (out of place), at the largest size.
+  if (facts.meta.node_count > 1) {
+    for (const SweepData& s : data.sweeps) {
+      if (s.scope != schema::kScopeIntraNode || s.mode != "out_of_place") continue;
+      const long big = s.largest();
+      if (big < 0) continue;
+      std::size_t iters = 0;
+      const std::vector<double> t = read_size_times(file, s, static_cast<std::size_t>(big), &iters);
+      if (iters == 0) continue;
+      std::map<int, std::vector<int>> members;
+      for (const auto& r : facts.ranks) {
+        if (static_cast<std::size_t>(r.rank) < s.world) members[r.node_index].push_back(r.rank);
+      }
+      std::vector<PeerSample> peers;
+      const double med_all = s.time_med_us[static_cast<std::size_t>(big)];
+      for (const auto& [node, ranks] : members) {
+        if (ranks.size() < 2) continue;
+        std::vector<double> duration;
+        for (std::size_t i = 0; i < iters; ++i) {
+          double worst = 0;
+          for (int r : ranks) worst = std::max(worst, t[i * s.world + static_cast<std::size_t>(r)]);
+          duration.push_back(worst);
+        }
+        const double med = median(duration);
+        if (!(med > 0) || !std::isfinite(med_all)) continue;
+        const std::string name = "node " + std::to_string(node);
+        node_index[name] = node;
+        peers.push_back({name, node, s.busbw[static_cast<std::size_t>(big)] * med_all / med});
+      }
+      tally_peers(peers,
+                  "intra_node " + s.op + " " + s.leaf + " " +
+                      format_size(s.sizes[static_cast<std::size_t>(big)]),
+                  min_fraction, nodes);
+    }
+  }
+  bool compared = false;
+  auto judge = [&](const std::map<std::string, MemberTally>& tally, const std::string& kind,
+                   const std::string& peers_name) {
+    for (const auto& [member, t] : tally) {
+      compared = true;
+      // Consistent evidence: low in most of the collectives compared, and in at least two.
+      if (t.low < 2 || 2 * t.low <= t.compared) continue;
+      const double typical = median(t.fractions);
+      Finding f;
+      f.check = "collectives.balance";
+      // A bad link halves bandwidth or worse; on shared cores a modest dip is noise.
+      f.status = typical < 0.5 && !facts.oversubscribed ? CheckStatus::kFail : CheckStatus::kWarn;
+      f.subject_kind = kind;
+      f.subject = member;
+      f.value = t.worst_value;
+      f.expected = t.worst_median;
+      f.unit = "GB/s";
+      f.evidence = "below " + fixed_text(100 * min_fraction, 0) + "% of the median in " +
+                   std::to_string(t.low) + " of " + std::to_string(t.compared) + " collectives";
+      if (kind == "node") {
+        f.node = node_index[member];
+        f.host = facts.host_of_node(f.node);
+        f.subject = facts.node_name(f.node);
+      }
+      f.message = f.subject + " busbw " + general_text(t.worst_value, 3) + " GB/s vs median of " +
+                  peers_name + " " + general_text(t.worst_median, 3) + " GB/s (" + t.worst_text +
+                  "); " + f.evidence + (facts.oversubscribed ? " (ranks share cores: noisy)" : "");
+      out.push_back(f);
+    }
+  };
+  const std::size_t before = out.size();
+  judge(rails, "scope", "rails");
+  judge(nodes, "node", "nodes");
+  if (out.size() == before) {
+    if (compared) {
+      std::string what;
+      if (!rails.empty()) what += plural(rails.size(), "rail", "rails");
+      if (!nodes.empty())
+        what += std::string(what.empty() ? "" : " and ") + plural(nodes.size(), "node", "nodes") +
+                " (intra_node)";
+      out.push_back(run_finding("collectives.balance", CheckStatus::kPass,
+                                what + " compared: none below " +
+                                    fixed_text(100 * min_fraction, 0) +
+                                    "% of the median busbw of its peers in most collectives"));
+    } else {
+      out.push_back(run_finding("collectives.balance", CheckStatus::kSkip,
+                                "fewer than 2 rails or nodes to compare with each other"));
+    }
+  }
+  return out;
+}
+
+}  // namespace shakedown

@@ -1,0 +1,33 @@
+#pragma once
+// Each phase's checks: typed Findings computed from the run file alone (DESIGN.md "Findings").
+// Every check a phase was asked for says what it covered: a phase that measured nothing fails
+// its coverage check, whatever else passed.
+#include <vector>
+
+#include "analysis/collectives_data.hpp"
+#include "analysis/run_facts.hpp"
+#include "record/findings.hpp"
+#include "record/reader.hpp"
+
+namespace shakedown {
+
+// A finding about the whole run or a phase (subject_kind run / phase).
+Finding run_finding(std::string check, CheckStatus status, std::string message);
+
+// <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
+// when the run ended before it.
+Finding not_recorded(const RunFacts& facts, const std::string& phase);
+
+// placement.*: the checks recorded with the topology, as findings.
+std::vector<Finding> placement_checks(const RunFacts& facts);
+// run.coverage: what the ranks and nodes of this run could test at all (1 rank: no link; 1 node:
+// no network; scopes that could not run).
+std::vector<Finding> run_checks(const RunFacts& facts, const CollectivesData& collectives);
+// inventory.coverage.
+std::vector<Finding> inventory_checks(const RunFile& file, const RunFacts& facts);
+// collectives.coverage, collectives.wrong_data, collectives.balance (one rail or one node's
+// intra-node communicator well below its peers in the same run).
+std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& facts,
+                                        const CollectivesData& data);
+
+}  // namespace shakedown

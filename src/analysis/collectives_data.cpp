@@ -1,0 +1,122 @@
+#include "analysis/collectives_data.hpp"
+
+#include <algorithm>
+
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+std::string attr_or(const RunFile& f, const std::string& path, const char* name) {
+  return f.has_attr(path, name) ? f.attr_string(path, name) : "";
+}
+
+SweepData read_sweep(const RunFile& f, const std::string& path, const std::string& scope,
+                     const std::string& op, const std::string& leaf, const std::string& mode) {
+  namespace s = schema;
+  SweepData d;
+  d.path = path;
+  d.scope = scope;
+  d.op = op;
+  d.leaf = leaf;
+  d.mode = mode;
+  d.unsupported = attr_or(f, path, "unsupported");
+  if (f.has_attr(path, "nranks")) d.nranks = static_cast<int>(f.attr_int64(path, "nranks"));
+  if (f.has_attr(path, "busbw_factor")) d.busbw_factor = f.attr_double(path, "busbw_factor");
+  if (f.has_attr(path, "link_GBps")) d.link_GBps = f.attr_double(path, "link_GBps");
+  if (!d.unsupported.empty() || !f.has(s::join(path, s::kCollSizes))) return d;
+  d.sizes = f.read_uint64(s::join(path, s::kCollSizes));
+  d.skipped = f.read_int64(s::join(path, s::kCollSkipped));
+  d.time_med_us = f.read_doubles(s::join(path, s::kCollTimeMedUs));
+  d.time_p95_us = f.read_doubles(s::join(path, s::kCollTimeP95Us));
+  d.algbw = f.read_doubles(s::join(path, s::kCollAlgbwGBps));
+  d.busbw = f.read_doubles(s::join(path, s::kCollBusbwGBps));
+  std::vector<std::uint64_t> dims;
+  d.wrong = f.read_int64(s::join(path, s::kCollWrong), &dims);
+  d.world = dims.size() == 2 ? dims[1] : 1;
+  if (f.has(s::join(path, s::kCollFirstWrong))) {
+    d.first_wrong = f.read_int64(s::join(path, s::kCollFirstWrong));
+  }
+  // A run that died between appends may leave the per-size datasets one row apart: keep the
+  // sizes every dataset has.
+  std::size_t n = d.sizes.size();
+  for (std::size_t m :
+       {d.skipped.size(), d.time_med_us.size(), d.time_p95_us.size(), d.algbw.size(),
+        d.busbw.size(), d.wrong.size() / std::max<std::size_t>(1, d.world)}) {
+    n = std::min(n, m);
+  }
+  d.sizes.resize(n);
+  d.skipped.resize(n);
+  d.time_med_us.resize(n);
+  d.time_p95_us.resize(n);
+  d.algbw.resize(n);
+  d.busbw.resize(n);
+  d.wrong.resize(n * d.world);
+  return d;
+}
+
+}  // namespace
+
+std::size_t SweepData::measured() const {
+  std::size_t n = 0;
+  for (auto s : skipped) n += s == schema::kCollMeasured ? 1 : 0;
+  return n;
+}
+
+long SweepData::largest() const {
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (skipped[i] == schema::kCollMeasured) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+long SweepData::smallest() const {
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (skipped[i] == schema::kCollMeasured && sizes[i] > 0) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+CollectivesData read_collectives(const RunFile& f) {
+  CollectivesData out;
+  const std::string root = schema::kCollectivesGroup;
+  if (!f.has(root)) return out;
+  out.ran = true;
+  out.backend = attr_or(f, root, "backend");
+  if (f.has_attr(root, "wrong_total")) {
+    out.wrong_total = static_cast<std::uint64_t>(f.attr_int64(root, "wrong_total"));
+  }
+  for (const auto& scope : f.children(root)) {
+    const std::string sp = schema::join(root, scope);
+    if (const std::string skip = attr_or(f, sp, "skipped"); !skip.empty()) {
+      out.skipped_scopes.emplace_back(scope, skip);
+      continue;
+    }
+    for (const auto& op : f.children(sp)) {
+      for (const auto& leaf : f.children(schema::join(sp, op))) {
+        const std::string lp = schema::join(schema::join(sp, op), leaf);
+        for (const auto& mode : f.children(lp)) {
+          out.sweeps.push_back(read_sweep(f, schema::join(lp, mode), scope, op, leaf, mode));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, std::size_t size,
+                                    std::size_t* iters) {
+  std::vector<std::uint64_t> dims;
+  std::vector<double> all = f.read_doubles(schema::join(sweep.path, schema::kCollTimeUs), &dims);
+  if (dims.size() != 3 || size >= dims[0]) {
+    *iters = 0;
+    return {};
+  }
+  *iters = dims[1];
+  const std::size_t per = dims[1] * dims[2];
+  return {all.begin() + static_cast<long>(size * per),
+          all.begin() + static_cast<long>((size + 1) * per)};
+}
+
+}  // namespace shakedown

@@ -1,0 +1,50 @@
+#pragma once
+// The collectives phase as recorded, read once for the checks and the reporters: every sweep
+// (scope, collective, dtype/reduction, mode) with its per-size statistics and per-rank wrong
+// counts, and the scopes that could not run.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "record/reader.hpp"
+
+namespace shakedown {
+
+struct SweepData {
+  std::string path;         // the sweep's group in the file
+  std::string scope;        // world, intra_node, inter_node, rail_<L>
+  std::string op;           // all_reduce ...
+  std::string leaf;         // float32_sum, float32 ...
+  std::string mode;         // out_of_place | in_place
+  std::string unsupported;  // non-empty: not run, and why
+  int nranks = 0;           // ranks in one instance of the scope
+  double busbw_factor = 0;
+  double link_GBps = 0;   // configured rate of the path, 0 unknown
+  std::size_t world = 0;  // columns of the per-rank datasets
+  std::vector<std::uint64_t> sizes;
+  std::vector<std::int64_t> skipped;  // schema::kColl* codes
+  std::vector<double> time_med_us, time_p95_us, algbw, busbw;
+  std::vector<std::int64_t> wrong;  // [S, world]
+  std::vector<std::int64_t> first_wrong;
+
+  std::size_t measured() const;  // sizes with timings
+  // The largest / smallest size with timings, or -1.
+  long largest() const;
+  long smallest() const;
+};
+
+struct CollectivesData {
+  bool ran = false;  // the file has /collectives
+  std::string backend;
+  std::vector<SweepData> sweeps;                                    // in file order
+  std::vector<std::pair<std::string, std::string>> skipped_scopes;  // scope, why
+  std::uint64_t wrong_total = 0;
+};
+
+CollectivesData read_collectives(const RunFile& file);
+
+// Per-iteration times [iters, world] of one size of a sweep (for per-node and per-rank views).
+std::vector<double> read_size_times(const RunFile& file, const SweepData& sweep, std::size_t size,
+                                    std::size_t* iters);
+
+}  // namespace shakedown

@@ -1,0 +1,33 @@
+#pragma once
+// What every phase's checks need to know about the run, read from the file once: its metadata,
+// its effective configuration (read back from /config_yaml), its ranks and how they were placed.
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "record/reader.hpp"
+#include "topology/rank_info.hpp"
+
+namespace shakedown {
+
+struct RunFacts {
+  RunMeta meta;
+  Config config;              // the run's own; the defaults when it cannot be read back
+  bool config_known = false;  // config_yaml parsed
+  std::vector<RankInfo> ranks;
+  std::vector<CheckResult> placement;
+  bool oversubscribed = false;  // more ranks than cores on some host: timings are noisy
+
+  bool asked_for(const std::string& phase) const;
+  // "rank 2 (host vm, node 1)"; "rank 2" when the topology was not recorded.
+  std::string rank_name(int rank) const;
+  // "node 1 (host vm)", with "[virtual]" on pretend nodes.
+  std::string node_name(int node) const;
+  std::string host_of_rank(int rank) const;  // "" when unknown
+  std::string host_of_node(int node) const;
+  int node_of_rank(int rank) const;  // -1 when unknown
+};
+
+RunFacts read_run_facts(const RunFile& file);
+
+}  // namespace shakedown

@@ -1,0 +1,213 @@
+#include "analysis/verdict.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/checks.hpp"
+#include "core/strings.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+int severity(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kFail:
+      return 3;
+    case CheckStatus::kWarn:
+      return 2;
+    case CheckStatus::kPass:
+      return 1;
+    case CheckStatus::kSkip:
+      return 0;
+  }
+  return 0;
+}
+
+std::string plural(std::size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "48 sweeps (720 sizes), 4 GEMM shapes on 4 ranks / 2 nodes (virtual)".
+std::string tested_text(const RunAnalysis& a) {
+  std::vector<std::string> parts;
+  std::size_t sweeps = 0, sizes = 0;
+  for (const SweepData& s : a.collectives.sweeps) {
+    if (s.measured() == 0) continue;
+    ++sweeps;
+    sizes += s.measured();
+  }
+  if (a.collectives.ran) {
+    parts.push_back(plural(sweeps, "sweep", "sweeps") + " (" + plural(sizes, "size", "sizes") +
+                    ")");
+  }
+  if (a.gemm.ran) parts.push_back(plural(a.gemm.measured, "GEMM shape", "GEMM shapes"));
+  if (parts.empty()) parts.push_back("no measurement");
+  const RunMeta& m = a.facts.meta;
+  return join(parts, ", ") + " on " +
+         plural(static_cast<std::size_t>(m.world_size), "rank", "ranks") + " / " +
+         plural(static_cast<std::size_t>(m.node_count), "node", "nodes") +
+         (m.virtual_nodes > 0 ? " (virtual)" : "");
+}
+
+Verdict decide(const RunFile& file, const RunAnalysis& a, std::vector<Finding> findings) {
+  Verdict v;
+  v.findings = std::move(findings);
+  v.tested = tested_text(a);
+  const auto groups = group_checks(v.findings);
+  std::vector<std::string> failed, warned;
+  for (const CheckGroup& g : groups) {
+    switch (g.status) {
+      case CheckStatus::kFail:
+        ++v.failed;
+        failed.push_back(g.check);
+        break;
+      case CheckStatus::kWarn:
+        ++v.warned;
+        warned.push_back(g.check);
+        break;
+      case CheckStatus::kPass:
+        ++v.passed;
+        break;
+      case CheckStatus::kSkip:
+        ++v.skipped;
+        break;
+    }
+  }
+  std::vector<std::string> corrupt;
+  for (const Finding& f : v.findings) {
+    if (f.corruption == 0 || f.status != CheckStatus::kFail) continue;
+    corrupt.push_back(f.check + " on " + (f.rank >= 0 ? a.facts.rank_name(f.rank) : f.subject));
+  }
+  const std::string& status = a.facts.meta.status;
+  if (status == schema::kStatusRunning) {
+    v.code = ExitCode::kRuntime;
+    v.headline =
+        "INCOMPLETE: the run ended without closing its file (status running: it was killed, "
+        "crashed or ran out of disk space, or it is still going); what it wrote before is shown "
+        "above";
+  } else if (status != schema::kStatusComplete) {
+    v.code = ExitCode::kRuntime;
+    std::string reason;
+    if (file.has_attr("/", schema::kAttrAbortReason)) {
+      reason = file.attr_string("/", schema::kAttrAbortReason);
+    }
+    v.headline = "ABORTED (status " + status + ")" + (reason.empty() ? "" : ": " + reason);
+  } else if (!corrupt.empty()) {
+    v.code = ExitCode::kRuntime;
+    const std::size_t shown = std::min<std::size_t>(corrupt.size(), 4);
+    std::vector<std::string> head(corrupt.begin(), corrupt.begin() + static_cast<long>(shown));
+    v.headline =
+        "DATA CORRUPTION: " + join(head, "; ") +
+        (corrupt.size() > shown ? "; and " + std::to_string(corrupt.size() - shown) + " more" : "");
+  } else if (!failed.empty()) {
+    v.code = ExitCode::kCheckFailed;
+    v.headline = "FAIL: " + join(failed, ", ") + "; tested " + v.tested;
+  } else {
+    v.headline = (warned.empty() ? std::string("PASS")
+                                 : "PASS with " + plural(warned.size(), "warning", "warnings") +
+                                       " (" + join(warned, ", ") + ")") +
+                 "; tested " + v.tested;
+  }
+  return v;
+}
+
+RunAnalysis measure(const RunFile& file) {
+  RunAnalysis a;
+  a.facts = read_run_facts(file);
+  a.collectives = read_collectives(file);
+  a.gemm = gemm_findings(file, a.facts);
+  return a;
+}
+
+}  // namespace
+
+std::vector<CheckGroup> group_checks(const std::vector<Finding>& findings) {
+  std::vector<CheckGroup> groups;
+  std::map<std::string, std::size_t> index;
+  for (const Finding& f : findings) {
+    auto [it, fresh] = index.emplace(f.check, groups.size());
+    if (fresh) groups.push_back({f.check, f.status, {}});
+    CheckGroup& g = groups[it->second];
+    g.findings.push_back(&f);
+    if (severity(f.status) > severity(g.status)) g.status = f.status;
+  }
+  for (CheckGroup& g : groups) {
+    std::stable_sort(g.findings.begin(), g.findings.end(), [](const Finding* x, const Finding* y) {
+      return severity(x->status) > severity(y->status);
+    });
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const CheckGroup& x, const CheckGroup& y) {
+    return severity(x.status) > severity(y.status);
+  });
+  return groups;
+}
+
+std::vector<DrainEntry> drain_list(const std::vector<Finding>& findings) {
+  std::vector<DrainEntry> out;
+  for (const Finding& f : findings) {
+    if (f.status != CheckStatus::kFail || f.host.empty()) continue;
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const DrainEntry& e) { return e.host == f.host; });
+    if (it == out.end()) {
+      out.push_back({f.host, {}, f.check + ": " + f.message});
+      it = out.end() - 1;
+    }
+    if (f.node >= 0 && std::find(it->nodes.begin(), it->nodes.end(), f.node) == it->nodes.end()) {
+      it->nodes.push_back(f.node);
+    }
+  }
+  return out;
+}
+
+std::string scontrol_drain(const DrainEntry& e) {
+  // Slurm keeps the reason as given; quotes inside it would end the argument.
+  std::string reason = "shakedown: " + e.reason;
+  std::replace(reason.begin(), reason.end(), '"', '\'');
+  if (reason.size() > 200) reason = reason.substr(0, 197) + "...";
+  return "scontrol update NodeName=" + e.host + " State=DRAIN Reason=\"" + reason + "\"";
+}
+
+RunAnalysis analyze(const RunFile& file) {
+  RunAnalysis a = measure(file);
+  std::vector<Finding> findings = placement_checks(a.facts);
+  for (auto&& part : {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
+                      collectives_checks(file, a.facts, a.collectives), a.gemm.findings}) {
+    findings.insert(findings.end(), part.begin(), part.end());
+  }
+  a.verdict = decide(file, a, std::move(findings));
+  return a;
+}
+
+RunAnalysis analyze_stored(const RunFile& file) {
+  std::optional<AnalysisRecord> stored = file.analysis();
+  if (!stored) return analyze(file);
+  RunAnalysis a = measure(file);
+  Verdict& v = a.verdict;
+  v.findings = std::move(stored->findings);
+  v.headline = stored->verdict;
+  v.code = static_cast<ExitCode>(stored->exit_code);
+  v.tested = stored->tested;
+  v.passed = stored->passed;
+  v.warned = stored->warned;
+  v.failed = stored->failed;
+  v.skipped = stored->skipped;
+  v.stored = true;
+  return a;
+}
+
+AnalysisRecord to_record(const Verdict& v) {
+  AnalysisRecord r;
+  r.verdict = v.headline;
+  r.exit_code = static_cast<int>(v.code);
+  r.tested = v.tested;
+  r.passed = v.passed;
+  r.warned = v.warned;
+  r.failed = v.failed;
+  r.skipped = v.skipped;
+  r.findings = v.findings;
+  return r;
+}
+
+}  // namespace shakedown

@@ -18,7 +18,11 @@ expect_in "$TMP/stderr" "wrong data in collectives world/all_reduce float32 out_
   --set collectives.ops=all_reduce,all_gather --inject corrupt:rank=1,phase=collectives \
   --out "$TMP/k.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 3 $? "corruption with on_wrong: continue"
-expect_in "$TMP/stdout" "verdict: DATA CORRUPTION" "verdict after continue"
+expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: collectives.wrong_data on rank 1 \(host [^,]+, node 0\)" "verdict after continue"
+expect_in "$TMP/stdout" "\[FAIL\] collectives.wrong_data: rank 1 \(host [^,]+, node 0\): [0-9]+ wrong elements in [0-9]+ sweeps, first in world [a-z_]+ float32" "wrong data check names rank 1"
+# The drain list names the host of rank 1 (printed, not run), and only it.
+expect_in "$TMP/stdout" "^  scontrol update NodeName=$(hostname) State=DRAIN Reason=\"shakedown: collectives.wrong_data: rank 1 " "drain line"
+[[ $(grep -c "scontrol update" "$TMP/stdout") -eq 1 ]] || fail "one drain line expected"
 # The first step is always drawn (later ones at most 4 times a second).
 expect_in "$TMP/stderr" "collectives 0/[0-9]+ \(0%\) world/all_reduce float32 out_of_place 8 B, ETA" "--progress line"
 grep -q "ETA" "$TMP/stdout" && fail "progress went to stdout"

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analysis/number_text.hpp"
 #include "config/load.hpp"
+#include "config/platforms.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "record/schema.hpp"
@@ -242,8 +244,8 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     if (bad.empty()) {
       out.push_back(run_finding(
           "collectives.wrong_data", CheckStatus::kPass,
-          "every rank's output matched the expected values in all " + std::to_string(measured) +
-              " sizes (" +
+          "every rank's output matched the expected values in " +
+              plural(measured, "size", "sizes") + " (" +
               (cfg.validate == "every_iteration" ? "every iteration" : "once per size") + ")"));
     }
     for (const auto& [rank, rw] : bad) {
@@ -375,6 +377,167 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
       out.push_back(run_finding("collectives.balance", CheckStatus::kSkip,
                                 "fewer than 2 rails or nodes to compare with each other"));
     }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr std::uint64_t kLatencyMaxBytes = 4096;
+
+// The platform's name for the path a sweep exercised.
+std::string platform_scope(const RunFacts& facts, const std::string& scope) {
+  if (scope.starts_with("rail_")) return "rail";
+  if (scope == schema::kScopeWorld) return facts.meta.node_count > 1 ? "world" : "intra_node";
+  return scope;
+}
+
+std::optional<double> figure(const std::map<std::string, std::map<std::string, double>>& table,
+                             const std::string& scope, const std::string& op) {
+  auto s = table.find(scope);
+  if (s == table.end()) return std::nullopt;
+  auto o = s->second.find(op);
+  if (o == s->second.end()) return std::nullopt;
+  return o->second;
+}
+
+}  // namespace
+
+std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesData& data) {
+  std::vector<Finding> out;
+  if (!facts.platform) {
+    out.push_back(
+        run_finding("platform.expected", CheckStatus::kSkip,
+                    facts.platform_choice.empty()
+                        ? "no platform chosen: nothing was compared with expected numbers; set "
+                          "checks.platform (" +
+                              join(platform_names()) + ", or auto)"
+                        : facts.platform_choice + ": nothing was compared with expected numbers"));
+    return out;
+  }
+  const Platform& p = *facts.platform;
+  // ---- the nodes are what the platform describes ----
+  Finding match = run_finding("platform.match", CheckStatus::kPass, "");
+  std::vector<std::string> off;
+  for (std::size_t n = 0; n < facts.node_gpu_names.size(); ++n) {
+    const std::string& gpu = facts.node_gpu_names[n];
+    const bool ok = p.gpu_names.empty()
+                        ? gpu.empty()
+                        : std::any_of(p.gpu_names.begin(), p.gpu_names.end(), [&](const auto& g) {
+                            return !gpu.empty() && gpu.find(g) != std::string::npos;
+                          });
+    if (!ok) {
+      off.push_back(facts.node_name(static_cast<int>(n)) + ": " +
+                    (gpu.empty() ? std::string("no GPU") : gpu));
+    }
+  }
+  if (facts.node_gpu_names.empty()) {
+    match.status = CheckStatus::kSkip;
+    match.message = p.name + ": no inventory recorded to compare the nodes with";
+  } else if (!off.empty()) {
+    match.status = p.gpu_names.empty() ? CheckStatus::kWarn : CheckStatus::kFail;
+    match.message = p.name + " (" + facts.platform_choice + ") describes " +
+                    (p.gpu_names.empty() ? std::string("nodes without GPUs")
+                                         : join(p.gpu_names, " / ") + " GPUs") +
+                    ", but " + std::to_string(off.size()) + " of " +
+                    std::to_string(facts.node_gpu_names.size()) + " nodes differ (" + off.front() +
+                    (off.size() > 1 ? ", ..." : "") + "): its numbers do not apply to them";
+  } else {
+    match.message = "every node is what " + p.name + " describes (" + p.description + "; " +
+                    facts.platform_choice + ")";
+  }
+  out.push_back(match);
+  if (!data.ran) return out;
+
+  // ---- busbw at the largest size, and latency at the smallest ----
+  const double fraction = facts.config.checks.min_busbw_fraction;
+  std::size_t compared = 0, small = 0, lat_compared = 0;
+  std::uint64_t largest_seen = 0;
+  double lowest = 0;
+  std::string lowest_text;
+  std::vector<Finding> bw_bad, lat_bad;
+  for (const SweepData& s : data.sweeps) {
+    const long big = s.largest(), tiny = s.smallest();
+    // One rank moves nothing over a link (busbw is 0 by definition): nothing to compare.
+    if (big < 0 || s.nranks < 2) continue;
+    const std::string scope = platform_scope(facts, s.scope);
+    if (const auto want = figure(p.busbw_GBps, scope, s.op)) {
+      const std::uint64_t bytes = s.sizes[static_cast<std::size_t>(big)];
+      largest_seen = std::max(largest_seen, bytes);
+      if (bytes < p.min_bytes) {
+        ++small;
+      } else {
+        ++compared;
+        const double got = s.busbw[static_cast<std::size_t>(big)];
+        const double ratio = got / *want;
+        if (lowest_text.empty() || ratio < lowest) {
+          lowest = ratio;
+          lowest_text =
+              sweep_name(s) + " " + general_text(got, 3) + " GB/s at " + format_size(bytes);
+        }
+        if (!(ratio >= fraction)) {
+          Finding f;
+          f.check = "collectives.expected_busbw";
+          f.status = CheckStatus::kFail;
+          f.subject_kind = "scope";
+          f.subject = sweep_name(s);
+          f.value = got;
+          f.expected = *want;
+          f.unit = "GB/s";
+          f.evidence = "median of " + std::to_string(facts.config.collectives.iters) +
+                       " iterations at " + format_size(bytes);
+          f.message = sweep_name(s) + " busbw " + general_text(got, 3) + " GB/s at " +
+                      format_size(bytes) + " is " + general_text(100 * ratio, 2) + "% of " +
+                      p.name + "'s " + general_text(*want, 4) +
+                      " GB/s (pass: " + fixed_text(100 * fraction, 0) +
+                      "%, checks.min_busbw_fraction)";
+          bw_bad.push_back(f);
+        }
+      }
+    }
+    // Latency ceilings are for small messages: judged only where the sweep started small.
+    if (const auto ceiling = figure(p.latency_us, scope, s.op);
+        ceiling && tiny >= 0 && s.sizes[static_cast<std::size_t>(tiny)] <= kLatencyMaxBytes) {
+      ++lat_compared;
+      const double got = s.time_med_us[static_cast<std::size_t>(tiny)];
+      if (!(got <= *ceiling)) {
+        Finding f;
+        f.check = "collectives.latency";
+        f.status = CheckStatus::kFail;
+        f.subject_kind = "scope";
+        f.subject = sweep_name(s);
+        f.value = got;
+        f.expected = *ceiling;
+        f.unit = "us";
+        f.message = sweep_name(s) + " takes " + fixed_text(got, 1) + " us at " +
+                    format_size(s.sizes[static_cast<std::size_t>(tiny)]) + ", above " + p.name +
+                    "'s ceiling of " + fixed_text(*ceiling, 0) + " us";
+        lat_bad.push_back(f);
+      }
+    }
+  }
+  if (!bw_bad.empty()) {
+    out.insert(out.end(), bw_bad.begin(), bw_bad.end());
+  } else if (compared > 0) {
+    out.push_back(run_finding("collectives.expected_busbw", CheckStatus::kPass,
+                              plural(compared, "sweep", "sweeps") + " compared with " + p.name +
+                                  ": all at >= " + fixed_text(100 * fraction, 0) +
+                                  "% of expected (lowest " + fixed_text(100 * lowest, 0) +
+                                  "%: " + lowest_text + ")"));
+  } else {
+    out.push_back(run_finding(
+        "collectives.expected_busbw", CheckStatus::kSkip,
+        small > 0 ? "no sweep reached " + format_size(p.min_bytes) + ", where " + p.name +
+                        "'s busbw figures hold (largest measured: " + format_size(largest_seen) +
+                        "); add sizes up to " + format_size(p.min_bytes) + " to collectives.sizes"
+                  : p.name + " has no busbw figure for the scopes and collectives that ran"));
+  }
+  if (!lat_bad.empty()) {
+    out.insert(out.end(), lat_bad.begin(), lat_bad.end());
+  } else if (lat_compared > 0) {
+    out.push_back(run_finding("collectives.latency", CheckStatus::kPass,
+                              plural(lat_compared, "sweep", "sweeps") + " within " + p.name +
+                                  "'s latency ceilings at the smallest size"));
   }
   return out;
 }

@@ -30,4 +30,9 @@ std::vector<Finding> inventory_checks(const RunFile& file, const RunFacts& facts
 std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& facts,
                                         const CollectivesData& data);
 
+// platform.match (the nodes' GPUs are the platform's), collectives.expected_busbw (busbw at the
+// largest size against the platform's figure) and collectives.latency (median time at the
+// smallest size against its ceiling). One SKIP saying why when no platform was chosen.
+std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesData& data);
+
 }  // namespace shakedown

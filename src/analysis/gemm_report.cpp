@@ -51,6 +51,7 @@ struct ShapeData {
   std::string a_format, b_format, out_dtype;
   bool measured = false;
   std::string skip_reason;
+  double flop = 0;                  // 2mnk
   std::vector<double> rank_tflops;  // each rank's median iteration
   std::vector<double> rank_time_us;
   std::vector<double> rel_err, ratio, expected, got;
@@ -68,6 +69,7 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   s.b_format = f.attr_string(path, "b_format");
   s.out_dtype = f.attr_string(path, "out_dtype");
   s.measured = f.attr_int64(path, "skipped") == 0;
+  if (f.has_attr(path, "flop")) s.flop = f.attr_double(path, "flop");
   if (!s.measured) {
     s.skip_reason = f.has_attr(path, "skip_reason") ? f.attr_string(path, "skip_reason") : "";
     return s;
@@ -226,7 +228,12 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     f.message = std::move(message);
     return f;
   };
-  std::vector<Finding> hash, bound, slow;
+  std::vector<Finding> hash, bound, slow, fast_enough;
+  const Platform* platform = facts.platform ? &*facts.platform : nullptr;
+  const double min_fraction = limits.min_tflops_fraction;
+  std::size_t tflops_compared = 0;
+  double tflops_lowest = 0;
+  std::string tflops_lowest_text;
   std::vector<std::string> skipped;
   std::vector<int> lonely, unchecked;
   for (const ShapeData& s : shapes) {
@@ -285,6 +292,31 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
       bound.push_back(f);
     }
     if (!s.unchecked.empty()) out.notes.push_back("gemm " + s.name + ": " + s.unchecked);
+    // Against the platform's TFLOP/s, per rank, for GEMMs big enough for its figure to hold.
+    if (platform != nullptr && platform->fp8_tflops > 0 && s.flop >= platform->min_flop) {
+      for (std::size_t r = 0; r < s.rank_tflops.size(); ++r) {
+        const double got = s.rank_tflops[r];
+        if (std::isnan(got)) continue;
+        ++tflops_compared;
+        const double ratio = got / platform->fp8_tflops;
+        if (tflops_lowest_text.empty() || ratio < tflops_lowest) {
+          tflops_lowest = ratio;
+          tflops_lowest_text = rank_name(ranks, static_cast<int>(r)) + " " + s.name;
+        }
+        if (ratio >= min_fraction) continue;
+        Finding f = about_rank(
+            "gemm.tflops", CheckStatus::kFail, static_cast<int>(r),
+            rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name + " " + tflops_text(got) +
+                " TFLOP/s is " + fixed_text(100 * ratio, 0) + "% of " + platform->name + "'s " +
+                tflops_text(platform->fp8_tflops) + " (pass: " + fixed_text(100 * min_fraction, 0) +
+                "%, checks.min_tflops_fraction)");
+        f.value = got;
+        f.expected = platform->fp8_tflops;
+        f.unit = "TFLOP/s";
+        f.evidence = "median of the rank's iterations";
+        fast_enough.push_back(f);
+      }
+    }
     for (const Straggler& st :
          find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
       Finding f = about_rank(
@@ -360,8 +392,21 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
                                    fixed_text(100 * limits.straggler_slowdown, 0) +
                                    "% with robust z > " + fixed_text(limits.straggler_z, 1)));
   }
-  for (auto* v : {&hash, &bound, &slow})
+  if (fast_enough.empty() && platform != nullptr && platform->fp8_tflops > 0) {
+    fast_enough.push_back(
+        tflops_compared > 0
+            ? run_finding("gemm.tflops", CheckStatus::kPass,
+                          std::to_string(tflops_compared) + " rank x shape results at >= " +
+                              fixed_text(100 * min_fraction, 0) + "% of " + platform->name + "'s " +
+                              tflops_text(platform->fp8_tflops) + " TFLOP/s (lowest " +
+                              fixed_text(100 * tflops_lowest, 0) + "%: " + tflops_lowest_text + ")")
+            : run_finding("gemm.tflops", CheckStatus::kSkip,
+                          "no shape of at least " + general_text(platform->min_flop, 3) +
+                              " flop, where " + platform->name + "'s TFLOP/s figure holds"));
+  }
+  for (auto* v : {&hash, &bound, &slow, &fast_enough}) {
     out.findings.insert(out.findings.end(), v->begin(), v->end());
+  }
   return out;
 }
 

@@ -65,6 +65,32 @@ RunFacts read_run_facts(const RunFile& file) {
       f.oversubscribed = true;
     }
   }
+  for (const auto& node : file.inventory()) {
+    f.node_gpu_names.push_back(node.gpus.empty() ? "" : node.gpus.front().name);
+  }
+  const std::string& name = f.config.checks.platform;
+  if (name == "auto") {
+    const bool any_gpu = std::any_of(f.node_gpu_names.begin(), f.node_gpu_names.end(),
+                                     [](const std::string& g) { return !g.empty(); });
+    if (f.node_gpu_names.empty()) {
+      f.platform_choice = "auto: no inventory recorded, so no GPU model to pick a platform from";
+    } else if (!any_gpu) {
+      f.platform = find_platform("cpu-local");
+      f.platform_choice = "auto: no node has a GPU, so cpu-local";
+    } else if ((f.platform = match_platform(f.node_gpu_names))) {
+      f.platform_choice =
+          "auto: " + f.platform->name + " from the GPU model " + f.node_gpu_names.front();
+    } else {
+      f.platform_choice = "auto: no built-in platform matches the GPUs (" +
+                          f.node_gpu_names.front() + "); set checks.platform";
+    }
+  } else if (!name.empty()) {
+    f.platform = find_platform(name);
+    f.platform_choice = f.platform ? "checks.platform: " + name
+                                   : "checks.platform: " + name +
+                                         " is not a platform of this "
+                                         "version of shakedown";
+  }
   return f;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // What every phase's checks need to know about the run, read from the file once: its metadata,
 // its effective configuration (read back from /config_yaml), its ranks and how they were placed.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/platforms.hpp"
 #include "record/reader.hpp"
 #include "topology/rank_info.hpp"
 
@@ -17,6 +19,11 @@ struct RunFacts {
   std::vector<RankInfo> ranks;
   std::vector<CheckResult> placement;
   bool oversubscribed = false;  // more ranks than cores on some host: timings are noisy
+  // The expected numbers the run is held to (checks.platform; `auto` resolved from the
+  // inventory's GPU names), and how it was chosen ("checks.platform: h100-sxm", "auto: ...").
+  std::optional<Platform> platform;
+  std::string platform_choice;
+  std::vector<std::string> node_gpu_names;  // per inventoried node: its first GPU's name, "" none
 
   bool asked_for(const std::string& phase) const;
   // "rank 2 (host vm, node 1)"; "rank 2" when the topology was not recorded.

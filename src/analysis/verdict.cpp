@@ -173,7 +173,8 @@ RunAnalysis analyze(const RunFile& file) {
   RunAnalysis a = measure(file);
   std::vector<Finding> findings = placement_checks(a.facts);
   for (auto&& part : {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
-                      collectives_checks(file, a.facts, a.collectives), a.gemm.findings}) {
+                      collectives_checks(file, a.facts, a.collectives),
+                      platform_checks(a.facts, a.collectives), a.gemm.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
   a.verdict = decide(file, a, std::move(findings));

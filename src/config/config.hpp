@@ -136,10 +136,11 @@ struct LinkscanConfig {
 };
 
 struct ChecksConfig {
-  std::string platform;              // "" or a name from configs/platforms/
+  std::string platform = "auto";     // "", "auto" or a name from configs/platforms/
   double straggler_z = 3.5;          // robust z-score threshold
   double straggler_slowdown = 0.10;  // and at least this much slower than the median
   double min_busbw_fraction = 0.8;   // of the platform's expected busbw
+  double min_tflops_fraction = 0.8;  // of the platform's expected GEMM TFLOP/s
 
   friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
 };

@@ -1,5 +1,7 @@
 #include "config/schema.hpp"
 
+#include "config/platforms.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -8,6 +10,7 @@
 #include <set>
 
 #include "config/load.hpp"
+#include "config/platforms.hpp"
 #include "core/error.hpp"
 
 namespace shakedown::config_detail {
@@ -145,6 +148,23 @@ struct TextRule {
     }
     if (name_only && text.starts_with('.')) {
       value.fail("must be a platform name, not a path, got " + in_quotes(text));
+    }
+    return text;
+  }
+  void write(YAML::Emitter& out, const std::string& text) const { out << text; }
+};
+
+// checks.platform: "", "auto" or the name of a built-in platform (configs/platforms/).
+struct PlatformRule {
+  std::string read(const Value& value) const {
+    const std::string text = TextRule{true, true}.read(value);
+    if (text.empty() || text == "auto") return text;
+    const std::vector<std::string> names = platform_names();
+    if (std::find(names.begin(), names.end(), text) == names.end()) {
+      std::vector<std::string_view> known(names.begin(), names.end());
+      known.emplace_back("auto");
+      value.fail("unknown platform " + in_quotes(text) + did_you_mean(text, known) +
+                 " (known: " + join(names) + "; auto picks one from the GPU model; \"\" for none)");
     }
     return text;
   }
@@ -479,10 +499,11 @@ SectionSpec checks_section() {
   const auto section = &Config::checks;
   return {
       "checks",
-      {field("platform", section, &S::platform, TextRule{true, true}),
+      {field("platform", section, &S::platform, PlatformRule{}),
        field("straggler_z", section, &S::straggler_z, RealRule{0, true, 1000, false}),
        field("straggler_slowdown", section, &S::straggler_slowdown, RealRule{0, true, 100, false}),
-       field("min_busbw_fraction", section, &S::min_busbw_fraction, kFraction)}};
+       field("min_busbw_fraction", section, &S::min_busbw_fraction, kFraction),
+       field("min_tflops_fraction", section, &S::min_tflops_fraction, kFraction)}};
 }
 
 SectionSpec output_section() {

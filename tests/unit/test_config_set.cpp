@@ -71,7 +71,7 @@ TEST(ConfigSet, WholeSectionAsAMapping) {
 
 TEST(ConfigSet, QuotedAndEmptyValues) {
   EXPECT_EQ(with({"output.dir=\"my results\""}).output.dir, "my results");
-  EXPECT_EQ(with({"checks.platform="}, "checks:\n  platform: h100\n").checks.platform, "");
+  EXPECT_EQ(with({"checks.platform="}, "checks:\n  platform: h100-sxm\n").checks.platform, "");
   EXPECT_EQ(with({" collectives.iters = 12 "}).collectives.iters, 12);
 }
 

@@ -1,0 +1,36 @@
+#pragma once
+// Platforms: expected numbers per machine type (configs/platforms/<name>.yaml, built into the
+// binary), for `checks.platform`. A number is what a healthy machine of that type reaches; a
+// result passes at checks.min_busbw_fraction / checks.min_tflops_fraction of it.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shakedown {
+
+struct Platform {
+  std::string name;  // the file's stem: h100-sxm
+  std::string description;
+  std::vector<std::string> gpu_names;  // substrings of the CUDA device name, for `auto`
+  std::uint64_t min_bytes = 0;         // busbw figures hold from this message size up
+  // scope (world, intra_node, inter_node, rail) -> collective -> GB/s at large sizes
+  std::map<std::string, std::map<std::string, double>> busbw_GBps;
+  // scope -> collective -> the most the median time at the smallest size may be (us)
+  std::map<std::string, std::map<std::string, double>> latency_us;
+  double fp8_tflops = 0;  // per rank, for shapes of at least min_flop (0: no GEMM figure)
+  double min_flop = 0;
+};
+
+// Every built-in platform, in name order. InternalError when a built-in file is malformed (a
+// unit test reads them all).
+std::vector<Platform> builtin_platforms();
+std::vector<std::string> platform_names();
+std::optional<Platform> find_platform(std::string_view name);
+// `auto`: the platform whose gpu_names match every GPU name given (one per node); nothing when
+// none or several match.
+std::optional<Platform> match_platform(const std::vector<std::string>& gpu_names);
+
+}  // namespace shakedown

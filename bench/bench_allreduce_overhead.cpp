@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     std::vector<float> send(static_cast<std::size_t>(count), 1.0f),
         recv(static_cast<std::size_t>(count));
     std::vector<double> bare_all, ours_all, t(static_cast<std::size_t>(iters)),
-        a(static_cast<std::size_t>(iters));
+        a(static_cast<std::size_t>(iters)), w(static_cast<std::size_t>(iters));
     std::atomic<std::int64_t> done{0};  // the watchdog's progress count, as in the phase
     // Warm both paths (connections, buffers) before timing.
     bare_loop(send.data(), recv.data(), count, 5, t.data());
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       timed_loop(comm,
                  {CollectiveKind::kAllReduce, send.data(), recv.data(),
                   static_cast<std::uint64_t>(count), DType::kFloat32, ReduceOp::kSum, 0},
-                 iters, 0.0, t.data(), a.data(), &done);
+                 iters, 0.0, t.data(), a.data(), w.data(), &done);
       ours_all.push_back(median_of_max(t));
     }
     const double bare = median(bare_all);

@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
                       "[,step=N] (rank R sleeps before phase P, or before its N-th step), "
                       "fail:rank=R,phase=P (rank R fails there), "
                       "corrupt:rank=R,phase=collectives (rank R's results are changed), "
-                      "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips)");
+                      "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips), "
+                      "slow:rank=R,phase=gemm|collectives[,factor=F] (rank R's GEMMs take F "
+                      "times as long, or it arrives late at every collective; default F 2)");
 
   run_cmd->add_flag("--progress", run.progress,
                     "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/number_text.hpp"
+#include "analysis/stragglers.hpp"
 #include "config/load.hpp"
 #include "config/platforms.hpp"
 #include "core/stats.hpp"
@@ -266,6 +267,97 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
                   " wrong elements in " + plural(rw.sweeps.size(), "sweep", "sweeps") +
                   ", first in " + rw.first;
       out.push_back(f);
+    }
+  }
+
+  // ---- lateness: a rank that arrives late at the world's collectives, iteration after
+  // iteration (arrival stamped before the barrier, on rank 0's clock) ----
+  if (file.schema_version() < 2) {
+    out.push_back(run_finding("collectives.lateness", CheckStatus::kSkip,
+                              "schema " + std::to_string(file.schema_version()) +
+                                  " file: arrival was stamped after the barrier, so it cannot "
+                                  "show a late rank"));
+  } else {
+    std::vector<StragglerCase> cases;
+    for (const SweepData& s : data.sweeps) {
+      if (s.scope != schema::kScopeWorld || s.mode != "out_of_place") continue;
+      const std::string arrival_path = schema::join(s.path, schema::kCollArrivalUs);
+      if (s.measured() == 0 || !file.has(arrival_path)) continue;
+      std::vector<std::uint64_t> dims;
+      const std::vector<double> arrival = file.read_doubles(arrival_path, &dims);
+      const std::vector<double> time = file.read_doubles(schema::join(s.path, schema::kCollTimeUs));
+      if (dims.size() != 3 || time.size() != arrival.size()) continue;
+      const std::size_t iters = dims[1], world = dims[2];
+      for (std::size_t z = 0; z < s.sizes.size() && z < dims[0]; ++z) {
+        if (s.skipped[z] != schema::kCollMeasured) continue;
+        StragglerCase c{sweep_name(s) + " " + format_size(s.sizes[z]), {}, iters, world, 0};
+        c.values.assign(iters * world, std::nan(""));
+        std::vector<double> durations;
+        for (std::size_t i = 0; i < iters; ++i) {
+          const double* row = &arrival[(z * iters + i) * world];
+          const double* t = &time[(z * iters + i) * world];
+          const double mid = median(std::span<const double>(row, world));
+          double longest = 0;
+          for (std::size_t r = 0; r < world; ++r) {
+            if (std::isfinite(row[r])) c.values[i * world + r] = row[r] - mid;
+            if (std::isfinite(t[r])) longest = std::max(longest, t[r]);
+          }
+          durations.push_back(longest);
+        }
+        // Late by a tenth of the collective's own duration (checks.straggler_slowdown) at least.
+        c.scale = median(durations);
+        if (c.scale > 0) cases.push_back(std::move(c));
+      }
+    }
+    const StragglerLimits limits{facts.config.checks.straggler_slowdown,
+                                 facts.config.checks.straggler_z, 0.01};
+    const std::size_t before_late = out.size();
+    std::vector<StragglerEvidence> late = find_stragglers(cases, limits);
+    // A late rank is a straggler only when it is one of few: when a quarter of the ranks or more
+    // arrive later together, it is the collective's own order (a tree's root, the ranks of one
+    // host over a network), not a rank that holds the others up.
+    const std::size_t few =
+        std::max<std::size_t>(1, static_cast<std::size_t>(facts.meta.world_size) / 4);
+    std::string group_note;
+    if (late.size() > few) {
+      std::vector<std::string> names;
+      for (const auto& e : late) names.push_back(std::to_string(e.rank));
+      group_note = "; ranks " + join(names, ",") +
+                   " arrive later as a group (the collective's own order, not one rank holding "
+                   "the others up)";
+      late.clear();
+    }
+    for (const StragglerEvidence& e : late) {
+      Finding f;
+      f.check = "collectives.lateness";
+      f.status = CheckStatus::kWarn;
+      f.subject_kind = "rank";
+      f.subject = "rank " + std::to_string(e.rank);
+      f.rank = e.rank;
+      f.node = facts.node_of_rank(e.rank);
+      f.host = facts.host_of_rank(e.rank);
+      f.value = e.excess;
+      f.expected = facts.config.checks.straggler_slowdown;
+      f.unit = "iterations late";
+      f.evidence = std::to_string(e.flagged) + "/" + std::to_string(e.compared) +
+                   " world sizes, p " + general_text(e.p, 2);
+      f.message = facts.rank_name(e.rank) + ": arrives late at the world's collectives by " +
+                  fixed_text(100 * e.excess, 0) + "% of an iteration (median) in " +
+                  std::to_string(e.flagged) + "/" + std::to_string(e.compared) + " sizes, p " +
+                  (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)) +
+                  ": something on it (its CPU, a noisy neighbour, its host) delays every step";
+      out.push_back(f);
+    }
+    if (out.size() == before_late) {
+      out.push_back(cases.empty()
+                        ? run_finding("collectives.lateness", CheckStatus::kSkip,
+                                      "no world sweep out of place with 3 or more ranks to compare "
+                                      "arrivals")
+                        : run_finding("collectives.lateness", CheckStatus::kPass,
+                                      "no rank late in most of " + std::to_string(cases.size()) +
+                                          " world sizes (arrival before the barrier, on rank 0's "
+                                          "clock)" +
+                                          group_note));
     }
   }
 

@@ -87,20 +87,33 @@ CollectivesData read_collectives(const RunFile& f) {
   if (f.has_attr(root, "wrong_total")) {
     out.wrong_total = static_cast<std::uint64_t>(f.attr_int64(root, "wrong_total"));
   }
+  // A run that died in the middle of a write (a full disk, a kill) can leave one object half
+  // written: it is named as unreadable and everything else is read.
+  auto guarded = [&](const std::string& path, const auto& read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      out.unreadable.push_back(path + ": " + e.what());
+    }
+  };
   for (const auto& scope : f.children(root)) {
     const std::string sp = schema::join(root, scope);
-    if (const std::string skip = attr_or(f, sp, "skipped"); !skip.empty()) {
-      out.skipped_scopes.emplace_back(scope, skip);
-      continue;
-    }
-    for (const auto& op : f.children(sp)) {
-      for (const auto& leaf : f.children(schema::join(sp, op))) {
-        const std::string lp = schema::join(schema::join(sp, op), leaf);
-        for (const auto& mode : f.children(lp)) {
-          out.sweeps.push_back(read_sweep(f, schema::join(lp, mode), scope, op, leaf, mode));
+    guarded(sp, [&] {
+      if (const std::string skip = attr_or(f, sp, "skipped"); !skip.empty()) {
+        out.skipped_scopes.emplace_back(scope, skip);
+        return;
+      }
+      for (const auto& op : f.children(sp)) {
+        for (const auto& leaf : f.children(schema::join(sp, op))) {
+          const std::string lp = schema::join(schema::join(sp, op), leaf);
+          for (const auto& mode : f.children(lp)) {
+            const std::string path = schema::join(lp, mode);
+            guarded(path,
+                    [&] { out.sweeps.push_back(read_sweep(f, path, scope, op, leaf, mode)); });
+          }
         }
       }
-    }
+    });
   }
   return out;
 }

@@ -39,6 +39,7 @@ struct CollectivesData {
   std::vector<SweepData> sweeps;                                    // in file order
   std::vector<std::pair<std::string, std::string>> skipped_scopes;  // scope, why
   std::uint64_t wrong_total = 0;
+  std::vector<std::string> unreadable;  // sweeps a failed write left half written, and why
 };
 
 CollectivesData read_collectives(const RunFile& file);

@@ -54,6 +54,8 @@ struct ShapeData {
   double flop = 0;                  // 2mnk
   std::vector<double> rank_tflops;  // each rank's median iteration
   std::vector<double> rank_time_us;
+  std::vector<double> time_us;  // [iters, world]
+  std::size_t iters = 0, world = 0;
   std::vector<double> rel_err, ratio, expected, got;
   std::vector<std::int64_t> worst, rows, group;
   std::vector<std::uint64_t> hash;
@@ -78,6 +80,9 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   const auto tflops = f.read_doubles(path + "/" + schema::kGemmTflops, &dims);
   const auto time = f.read_doubles(path + "/" + schema::kGemmTimeUs);
   const std::size_t iters = dims.at(0), world = dims.at(1);
+  s.time_us = time;
+  s.iters = iters;
+  s.world = world;
   for (std::size_t r = 0; r < world; ++r) {
     std::vector<double> mine(iters), mine_t(iters);
     for (std::size_t i = 0; i < iters; ++i) {
@@ -103,15 +108,26 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   return s;
 }
 
-std::vector<ShapeData> read_shapes(const RunFile& f) {
+// A shape a failed write left half written is named in `unreadable` and left out.
+std::vector<ShapeData> read_shapes(const RunFile& f, std::vector<std::string>& unreadable) {
   std::vector<ShapeData> shapes;
   std::vector<std::pair<std::int64_t, std::string>> names;
   for (const auto& name : f.children(schema::kGemmGroup)) {
     const std::string path = schema::gemm_group(name);
-    if (f.has_attr(path, "order")) names.emplace_back(f.attr_int64(path, "order"), name);
+    try {
+      if (f.has_attr(path, "order")) names.emplace_back(f.attr_int64(path, "order"), name);
+    } catch (const Error& e) {
+      unreadable.push_back("gemm " + name + ": unreadable: " + e.what());
+    }
   }
   std::sort(names.begin(), names.end());  // the order they ran in
-  for (const auto& [order, name] : names) shapes.push_back(read_shape(f, name));
+  for (const auto& [order, name] : names) {
+    try {
+      shapes.push_back(read_shape(f, name));
+    } catch (const Error& e) {
+      unreadable.push_back("gemm " + name + ": unreadable: " + e.what());
+    }
+  }
   return shapes;
 }
 
@@ -210,7 +226,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   out.ran = true;
   const std::vector<RankInfo>& ranks = facts.ranks;
   const ChecksConfig& limits = facts.config.checks;
-  const std::vector<ShapeData> shapes = read_shapes(file);
+  const std::vector<ShapeData> shapes = read_shapes(file, out.notes);
   out.engine = file.has_attr(schema::kGemmGroup, "engine")
                    ? file.attr_string(schema::kGemmGroup, "engine")
                    : "?";
@@ -229,6 +245,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     return f;
   };
   std::vector<Finding> hash, bound, slow, fast_enough;
+  std::vector<StragglerCase> straggler_cases;
   const Platform* platform = facts.platform ? &*facts.platform : nullptr;
   const double min_fraction = limits.min_tflops_fraction;
   std::size_t tflops_compared = 0;
@@ -317,19 +334,26 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
         fast_enough.push_back(f);
       }
     }
-    for (const Straggler& st :
-         find_stragglers(s.rank_time_us, limits.straggler_z, limits.straggler_slowdown)) {
-      Finding f = about_rank(
-          "gemm.stragglers", CheckStatus::kWarn, st.rank,
-          rank_name(ranks, st.rank) + ": gemm " + s.name + " took " + general_text(st.value, 4) +
-              " us (its median iteration), " + fixed_text(100 * st.slowdown, 0) +
-              "% longer than the median rank's " + general_text(st.median, 4) + " us (robust z " +
-              (std::isinf(st.z) ? std::string("inf") : fixed_text(st.z, 1)) + ")");
-      f.value = st.value;
-      f.expected = st.median;
-      f.unit = "us";
-      slow.push_back(f);
-    }
+    straggler_cases.push_back({s.name, s.time_us, s.iters, s.world, 0});
+  }
+  const StragglerLimits straggler_limits{limits.straggler_slowdown, limits.straggler_z, 0.01};
+  for (const StragglerEvidence& e : find_stragglers(straggler_cases, straggler_limits)) {
+    // A rank half again as slow, on cores of its own, is worth draining; on shared cores or
+    // less slow it is a warning.
+    const bool severe = e.excess >= 0.5 && !facts.oversubscribed;
+    Finding f = about_rank(
+        "gemm.stragglers", severe ? CheckStatus::kFail : CheckStatus::kWarn, e.rank,
+        rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
+            "% slower than the other ranks in " + std::to_string(e.flagged) + "/" +
+            std::to_string(e.compared) + " GEMM shapes (" + join(e.cases, ", ") + "), p " +
+            (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)));
+    f.value = e.excess;
+    f.expected = limits.straggler_slowdown;
+    f.unit = "fraction slower";
+    f.evidence = std::to_string(e.flagged) + "/" + std::to_string(e.compared) +
+                 " shapes, one-sided Mann-Whitney vs the other ranks, Bonferroni-corrected p " +
+                 general_text(e.p, 2);
+    slow.push_back(f);
   }
   auto unique_ranks = [](std::vector<int> v) {
     std::sort(v.begin(), v.end());
@@ -387,10 +411,13 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
                               ")"));
   }
   if (slow.empty()) {
-    slow.push_back(run_finding("gemm.stragglers", CheckStatus::kPass,
-                               "no rank slower than the median by " +
-                                   fixed_text(100 * limits.straggler_slowdown, 0) +
-                                   "% with robust z > " + fixed_text(limits.straggler_z, 1)));
+    slow.push_back(run_finding(
+        "gemm.stragglers", CheckStatus::kPass,
+        "no rank consistently slower: none at least " +
+            fixed_text(100 * limits.straggler_slowdown, 0) +
+            "% slower than the others, beyond their spread and with p < 0.01, in most of " +
+            std::to_string(straggler_cases.size()) + " shape(s)" +
+            (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "")));
   }
   if (fast_enough.empty() && platform != nullptr && platform->fp8_tflops > 0) {
     fast_enough.push_back(

@@ -1,27 +1,175 @@
 #include "analysis/stragglers.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
+#include <map>
 
 #include "core/stats.hpp"
 
 namespace shakedown {
 
-std::vector<Straggler> find_stragglers(std::span<const double> cost_of_rank, double z,
-                                       double slowdown) {
-  std::vector<Straggler> out;
-  const double med = median(cost_of_rank);
-  if (std::isnan(med) || med <= 0) return out;
-  const double dev = mad(cost_of_rank);
-  for (std::size_t r = 0; r < cost_of_rank.size(); ++r) {
-    const double x = cost_of_rank[r];
-    if (std::isnan(x) || x <= med) continue;
-    const double score =
-        dev > 0 ? 0.6745 * (x - med) / dev : std::numeric_limits<double>::infinity();
-    const double slower = x / med - 1.0;
-    if (score > z && slower >= slowdown) {
-      out.push_back({static_cast<int>(r), x, med, score, slower});
+namespace {
+
+std::vector<double> finite(std::span<const double> v) {
+  std::vector<double> out;
+  for (double x : v) {
+    if (std::isfinite(x)) out.push_back(x);
+  }
+  return out;
+}
+
+// Exact P(U >= u) for sample sizes m, n without ties: counts of rankings by U, built from the
+// recurrence N(m, n, u) = N(m - 1, n, u - n) + N(m, n - 1, u).
+double exact_upper_tail(std::size_t m, std::size_t n, double u) {
+  // table[j][k]: the counts for (i, j) at U = k, for the current i.
+  const std::size_t max_u = m * n;
+  std::vector<std::vector<double>> prev(n + 1), cur(n + 1);
+  for (std::size_t j = 0; j <= n; ++j) prev[j] = {1.0};  // i = 0: one ranking, U = 0
+  for (std::size_t i = 1; i <= m; ++i) {
+    cur[0] = {1.0};
+    for (std::size_t j = 1; j <= n; ++j) {
+      std::vector<double> c(i * j + 1, 0.0);
+      for (std::size_t k = 0; k < cur[j - 1].size(); ++k) c[k] += cur[j - 1][k];
+      for (std::size_t k = 0; k < prev[j].size(); ++k) c[k + j] += prev[j][k];
+      cur[j] = std::move(c);
     }
+    std::swap(prev, cur);
+  }
+  const std::vector<double>& counts = prev[n];
+  double total = 0, tail = 0;
+  for (std::size_t k = 0; k <= max_u && k < counts.size(); ++k) {
+    total += counts[k];
+    if (static_cast<double>(k) >= u - 1e-9) tail += counts[k];
+  }
+  return total > 0 ? tail / total : 1.0;
+}
+
+// U = #pairs (x > y) + 0.5 #ties, from the rank sum of x in the pooled sample: O((m + n) log)
+// rather than O(m n) (30000 iterations x 4 ranks must not take seconds).
+double u_statistic(std::span<const double> x, std::span<const double> y) {
+  std::vector<std::pair<double, int>> all;
+  all.reserve(x.size() + y.size());
+  for (double v : x) all.emplace_back(v, 1);
+  for (double v : y) all.emplace_back(v, 0);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  double rank_sum = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
+    const double average = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
+    for (std::size_t k = i; k < j; ++k) rank_sum += all[k].second * average;
+    i = j;
+  }
+  const auto m = static_cast<double>(x.size());
+  return rank_sum - m * (m + 1) / 2;
+}
+
+}  // namespace
+
+double mann_whitney_greater(std::span<const double> xs, std::span<const double> ys) {
+  const std::vector<double> x = finite(xs), y = finite(ys);
+  const std::size_t m = x.size(), n = y.size();
+  if (m == 0 || n == 0) return 1.0;
+  const double u = u_statistic(x, y);
+  if (m * n <= 400) return exact_upper_tail(m, n, std::ceil(u - 1e-9));
+  // Normal approximation with continuity and tie corrections.
+  std::vector<double> all(x);
+  all.insert(all.end(), y.begin(), y.end());
+  std::sort(all.begin(), all.end());
+  double ties = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    ties += t * t * t - t;
+    i = j;
+  }
+  const double mm = static_cast<double>(m), nn = static_cast<double>(n), N = mm + nn;
+  const double mean = mm * nn / 2;
+  const double var = mm * nn / 12 * ((N + 1) - ties / (N * (N - 1)));
+  if (var <= 0) return 1.0;
+  const double z = (u - mean - 0.5) / std::sqrt(var);
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
+                                               const StragglerLimits& limits) {
+  struct Tally {
+    int flagged = 0, compared = 0;
+    std::vector<double> excess;
+    std::vector<std::string> cases;
+    double u = 0, mean = 0, var = 0;  // the Mann-Whitney U summed over cases, and its null moments
+  };
+  std::map<int, Tally> tally;
+  int tested = 0;
+  for (const StragglerCase& c : cases) {
+    // Each rank's samples, their lower half (interference only ever adds time: the lower half
+    // shows what the rank can do) and its 25th percentile.
+    std::vector<std::vector<double>> low(c.world);
+    std::vector<double> level(c.world, std::nan(""));
+    std::vector<int> present;
+    for (std::size_t r = 0; r < c.world; ++r) {
+      std::vector<double> mine;
+      for (std::size_t i = 0; i < c.iters; ++i) {
+        const double v = c.values[i * c.world + r];
+        if (std::isfinite(v)) mine.push_back(v);
+      }
+      if (mine.empty()) continue;
+      std::sort(mine.begin(), mine.end());
+      low[r].assign(mine.begin(), mine.begin() + static_cast<long>((mine.size() + 1) / 2));
+      level[r] = percentile(mine, 0.25);
+      present.push_back(static_cast<int>(r));
+    }
+    if (present.size() < 3) continue;  // two ranks cannot say which one is slow
+    tested = std::max(tested, static_cast<int>(present.size()));
+    // Each rank's excess over the others' median level, in units of the scale.
+    std::vector<double> excess(c.world, std::nan(""));
+    for (int r : present) {
+      std::vector<double> others;
+      for (int o : present) {
+        if (o != r) others.push_back(level[static_cast<std::size_t>(o)]);
+      }
+      const double ref = median(others);
+      const double scale = c.scale > 0 ? c.scale : ref;
+      if (scale > 0) {
+        excess[static_cast<std::size_t>(r)] = (level[static_cast<std::size_t>(r)] - ref) / scale;
+      }
+    }
+    for (int r : present) {
+      const auto rr = static_cast<std::size_t>(r);
+      if (!std::isfinite(excess[rr])) continue;
+      Tally& t = tally[r];
+      ++t.compared;
+      std::vector<double> others_excess, pooled;
+      for (int o : present) {
+        if (o == r) continue;
+        others_excess.push_back(excess[static_cast<std::size_t>(o)]);
+        const auto& l = low[static_cast<std::size_t>(o)];
+        pooled.insert(pooled.end(), l.begin(), l.end());
+      }
+      // The rank-sum evidence of this case, pooled with the others' below.
+      const auto m = static_cast<double>(low[rr].size()), n = static_cast<double>(pooled.size());
+      t.u += u_statistic(low[rr], pooled);
+      t.mean += m * n / 2;
+      t.var += m * n * (m + n + 1) / 12;
+      if (excess[rr] < limits.slowdown) continue;
+      const double spread = 1.4826 * mad(others_excess);
+      if (!(excess[rr] - median(others_excess) > limits.z * spread)) continue;
+      ++t.flagged;
+      t.excess.push_back(excess[rr]);
+      t.cases.push_back(c.name);
+    }
+  }
+  std::vector<StragglerEvidence> out;
+  for (const auto& [rank, t] : tally) {
+    const int needed = t.compared >= 2 ? 2 : 1;
+    if (t.flagged < needed || 2 * t.flagged <= t.compared || t.var <= 0) continue;
+    // Slower in most of its iterations, over all cases together (a stratified rank-sum test),
+    // corrected for the number of ranks tested.
+    const double z = (t.u - t.mean - 0.5) / std::sqrt(t.var);
+    const double p = std::min(1.0, tested * 0.5 * std::erfc(z / std::sqrt(2.0)));
+    if (!(p < limits.alpha)) continue;
+    out.push_back({rank, t.flagged, t.compared, median(t.excess), p, t.cases});
   }
   return out;
 }

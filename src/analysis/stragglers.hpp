@@ -1,23 +1,48 @@
 #pragma once
-// Straggler detection on local work (DESIGN.md "Timing and imbalance"): a rank is a straggler
-// when its robust z-score 0.6745 (x - median) / MAD exceeds `z` AND it is at least `slowdown`
-// slower than the median. Inputs are per-rank costs (time: larger is slower); NaN entries (ranks
-// that did not take part) are ignored. With MAD 0 (most ranks identical) any rank above the
-// median has an infinite z, so the slowdown criterion alone decides.
+// Stragglers that hold up to noise (DESIGN.md "Timing and imbalance"). Interference (a shared
+// core, a descheduled process) only ever adds time, so each rank is judged by the lower half of
+// its samples in each case (a GEMM shape, a collective size). A rank is named only when:
+//  - its level (25th percentile) exceeds the other ranks' median level by at least `slowdown`
+//    of the case's scale (the others' level for times; the iteration's duration for lateness),
+//  - beyond the spread of the other ranks' own excesses (more than `z` robust standard
+//    deviations, 1.4826 MAD), so ranks sharing cores are judged against each other's noise,
+//  - in at least two cases (one when there is only one) and in most of the cases compared,
+//  - and its samples are larger than the others' in most iterations over all cases together:
+//    a stratified one-sided Mann-Whitney (rank-sum) test, Bonferroni-corrected for the number of
+//    ranks tested, at level `alpha`.
+#include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace shakedown {
 
-struct Straggler {
-  int rank = 0;
-  double value = 0;     // its cost
-  double median = 0;    // the median cost over ranks
-  double z = 0;         // robust z-score
-  double slowdown = 0;  // value / median - 1
+// P(U >= observed) when x is not stochastically larger than y: the one-sided p-value of
+// "x tends to be larger". NaN entries are ignored; 1 when either side is empty.
+double mann_whitney_greater(std::span<const double> x, std::span<const double> y);
+
+struct StragglerCase {
+  std::string name;            // "256x768x256", "world all_reduce float32_sum 1 MiB"
+  std::vector<double> values;  // [iters, world] row-major; NaN where a rank has no sample
+  std::size_t iters = 0, world = 0;
+  double scale = 0;  // the excess is measured against this; <= 0: the other ranks' median
 };
 
-std::vector<Straggler> find_stragglers(std::span<const double> cost_of_rank, double z,
-                                       double slowdown);
+struct StragglerLimits {
+  double slowdown = 0.10;  // minimum excess, as a fraction of the scale
+  double z = 3.5;          // beyond this many robust standard deviations of the others
+  double alpha = 0.01;     // family-wise, per case
+};
+
+struct StragglerEvidence {
+  int rank = 0;
+  int flagged = 0, compared = 0;  // cases where it was slower on every criterion / compared
+  double excess = 0;  // its median excess over the flagged cases (0.31 = 31% of the scale)
+  double p = 1;       // the corrected p of the rank-sum test over all cases compared
+  std::vector<std::string> cases;  // the flagged cases' names
+};
+
+std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
+                                               const StragglerLimits& limits);
 
 }  // namespace shakedown

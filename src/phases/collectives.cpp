@@ -92,7 +92,7 @@ std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& c
 
 // What the sweep measured for one size on this rank (iters entries, NaN where not run).
 struct RankSample {
-  std::vector<double> time_us, arrival_us;
+  std::vector<double> time_us, arrival_us, wait_us;
   VerifyResult check;
 };
 
@@ -128,6 +128,7 @@ class Sweep {
       RankSample mine;
       mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
+      mine.wait_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
       Buffers buffers;
       if (skipped == kMeasured && scope_.comm != nullptr) skipped = allocate(counts, buffers);
@@ -251,22 +252,32 @@ class Sweep {
     const double offset = env_.ctx.clock_offset_us();
     double* t = out.time_us.data();
     double* a = out.arrival_us.data();
-    if (cfg.validate == "every_iteration") {
+    double* w = out.wait_us.data();
+    const auto slow = env_.faults.find("slow", env_.ctx.rank(), "collectives");
+    if (cfg.validate == "every_iteration" || slow) {
+      // The timed loop's iteration, with a refill and check after it, or with the planted
+      // lateness before the arrival (the self-test of collectives.lateness).
       for (int it = 0; it < iters; ++it) {
-        fill();
+        if (cfg.validate == "every_iteration") fill();
+        if (slow && it > 0) {
+          std::this_thread::sleep_for(
+              std::chrono::duration<double, std::micro>((slow->factor - 1) * t[it - 1]));
+        }
+        const double ready = now_us();
         comm.barrier();
         const double t0 = now_us();
         comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
         comm.synchronize();
         const double t1 = now_us();
-        a[it] = t0 - offset;
+        a[it] = ready - offset;
+        w[it] = t0 - ready;
         t[it] = t1 - t0;
         env_.watchdog.progress().store(it + 1, std::memory_order_relaxed);
-        check();
+        if (cfg.validate == "every_iteration") check();
       }
     } else {
       timed_loop(comm, {info_.kind, send, recv, counts.unit, dtype_, op_, 0}, iters, offset, t, a,
-                 &env_.watchdog.progress());
+                 w, &env_.watchdog.progress());
     }
   }
 
@@ -303,17 +314,20 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   const Context& ctx = env_.ctx;
   const int world = ctx.world_size();
   const auto iters = static_cast<int>(mine.time_us.size());
-  std::vector<double> times, arrivals;
+  std::vector<double> times, arrivals, waits;
   if (ctx.is_root()) {
     // assign, not resize: GCC 12 at -O3 reports a false null dereference in resize's
     // default-construction (-Wnull-dereference), and the Release build treats it as an error.
     times.assign(static_cast<std::size_t>(world * iters), 0.0);
     arrivals.assign(times.size(), 0.0);
+    waits.assign(times.size(), 0.0);
   }
   SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
                           0, ctx.world()));
   SD_MPI_CHECK(MPI_Gather(mine.arrival_us.data(), iters, MPI_DOUBLE, arrivals.data(), iters,
                           MPI_DOUBLE, 0, ctx.world()));
+  SD_MPI_CHECK(MPI_Gather(mine.wait_us.data(), iters, MPI_DOUBLE, waits.data(), iters, MPI_DOUBLE,
+                          0, ctx.world()));
   const double check[4] = {static_cast<double>(mine.check.wrong),
                            static_cast<double>(mine.check.first_wrong), mine.check.expected,
                            mine.check.got};
@@ -322,12 +336,13 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   if (!ctx.is_root()) return 0;
 
   // Gathered rank-major; stored [iters, world] per size, as DESIGN.md's [S, iters, world].
-  std::vector<double> t(times.size()), a(times.size());
+  std::vector<double> t(times.size()), a(times.size()), wt(times.size());
   for (int r = 0; r < world; ++r) {
     for (int i = 0; i < iters; ++i) {
       t[static_cast<std::size_t>(i * world + r)] = times[static_cast<std::size_t>(r * iters + i)];
       a[static_cast<std::size_t>(i * world + r)] =
           arrivals[static_cast<std::size_t>(r * iters + i)];
+      wt[static_cast<std::size_t>(i * world + r)] = waits[static_cast<std::size_t>(r * iters + i)];
     }
   }
   // An iteration lasts until its last rank is done; bandwidth from the median iteration.
@@ -376,6 +391,7 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
       w.append_rows(path_ + "/skipped", std::span<const std::int64_t>(&skipped, 1), {});
       w.append_rows(path_ + "/time_us", std::span<const double>(t), {i64, w64});
       w.append_rows(path_ + "/arrival_us", std::span<const double>(a), {i64, w64});
+      w.append_rows(path_ + "/wait_us", std::span<const double>(wt), {i64, w64});
       w.append_rows(path_ + "/wrong", std::span<const std::int64_t>(wrong), {w64});
       w.append_rows(path_ + "/first_wrong", std::span<const std::int64_t>(first), {w64});
       const double stats[5] = {med, percentile(duration, 0.05), percentile(duration, 0.95), algbw,

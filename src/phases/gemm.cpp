@@ -186,9 +186,16 @@ class ShapeSweep {
     double* t = out.time_us.data();
     const int iters = cfg.iters;
     std::atomic<std::int64_t>& done = env_.watchdog.progress();
+    const auto slow = env_.faults.find("slow", env_.ctx.rank(), "gemm");
     for (int i = 0; i < iters; ++i) {
       const double t0 = now_us();
       problem.run();
+      if (slow) {
+        // Sleeping, not spinning: the planted straggler steals no CPU from ranks that share
+        // its cores, so only its own timings change.
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::micro>((slow->factor - 1) * (now_us() - t0)));
+      }
       t[i] = now_us() - t0;
       done.store(i + 1, std::memory_order_relaxed);
     }

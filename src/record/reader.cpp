@@ -8,6 +8,7 @@
 #include <map>
 #include <system_error>
 
+#include "core/build_info.hpp"
 #include "record/h5.hpp"
 #include "record/schema.hpp"
 #include "record/tables.hpp"
@@ -107,13 +108,19 @@ RunFile RunFile::open(const std::filesystem::path& path) {
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "'" + name + "'");
   }
-  if (version > schema::kSchemaVersion) {
+  if (version > schema::kSchemaVersion || version < schema::kOldestReadableSchema) {
+    std::string shakedown = "?";
+    try {
+      h5::Object root = h5::open_object(file.get(), schema::kRoot);
+      shakedown = h5::read_attr_string(root.get(), schema::kAttrShakedownVersion);
+    } catch (const Error&) {
+    }
     throw UsageError("'" + name + "' uses file schema " + std::to_string(version) +
-                     ", newer than this shakedown reads (up to " +
-                     std::to_string(schema::kSchemaVersion) + "); use a newer shakedown");
-  }
-  if (version < 1) {
-    throw UsageError("'" + name + "' has an invalid schema_version " + std::to_string(version));
+                     " (written by shakedown " + shakedown + "); this shakedown (" +
+                     SHAKEDOWN_VERSION + ") reads schemas " +
+                     std::to_string(schema::kOldestReadableSchema) + " to " +
+                     std::to_string(schema::kSchemaVersion) + ": read it with shakedown " +
+                     shakedown + (version > schema::kSchemaVersion ? " or newer" : ""));
   }
   return RunFile(path, static_cast<int>(version));
 }

@@ -9,7 +9,10 @@
 
 namespace shakedown::schema {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
+// Readers also read files of these earlier versions (schema 1: arrival_us stamped after the
+// barrier, so lateness is not judged from it).
+inline constexpr int kOldestReadableSchema = 1;
 
 // ---- root attributes ----
 inline constexpr const char* kRoot = "/";

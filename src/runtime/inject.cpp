@@ -11,17 +11,19 @@
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt", "sdc"};
+  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt", "sdc", "slow"};
   return kKinds;
 }
 
 namespace {
 
-// The phases that plant each kind ("" = any phase): a fault nobody plants must not pass silently.
-std::string_view planted_in(std::string_view kind) {
-  if (kind == "corrupt") return "collectives";
-  if (kind == "sdc") return "gemm";
-  return "";
+// The phases that plant each kind (empty = any phase): a fault nobody plants must not pass
+// silently.
+std::vector<std::string_view> planted_in(std::string_view kind) {
+  if (kind == "corrupt") return {"collectives"};
+  if (kind == "sdc") return {"gemm"};
+  if (kind == "slow") return {"collectives", "gemm"};
+  return {};
 }
 
 }  // namespace
@@ -31,9 +33,10 @@ namespace {
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw UsageError(
       "--inject " + std::string(spec) + ": " + why +
-      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N] (kinds: stall (any phase), fail (any "
-      "phase), corrupt (collectives), sdc (gemm); step=N: the N-th measured step of the phase, "
-      "for stall and sdc)");
+      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N][,factor=F] (kinds: stall (any phase), "
+      "fail (any phase), corrupt (collectives), sdc (gemm), slow (gemm: the timed GEMM takes F "
+      "times as long; collectives: the rank arrives late at each iteration); step=N: the N-th "
+      "measured step of the phase, for stall and sdc; factor=F > 1 for slow, default 2)");
 }
 
 }  // namespace
@@ -69,8 +72,10 @@ FaultSpec parse_fault(std::string_view spec) {
       if (std::find(phases.begin(), phases.end(), value) == phases.end()) {
         fail(spec, "unknown phase '" + value + "' (phases: " + join(phases) + ")");
       }
-      if (const std::string_view only = planted_in(f.kind); !only.empty() && value != only) {
-        fail(spec, "a " + f.kind + " fault is planted only in phase " + std::string(only) +
+      if (const auto only = planted_in(f.kind);
+          !only.empty() && std::find(only.begin(), only.end(), value) == only.end()) {
+        std::vector<std::string> names(only.begin(), only.end());
+        fail(spec, "a " + f.kind + " fault is planted only in phase " + join(names, " or ") +
                        ", not in '" + value + "'");
       }
       f.phase = value;
@@ -81,6 +86,13 @@ FaultSpec parse_fault(std::string_view spec) {
       if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(f.seconds) ||
           f.seconds < 0) {
         fail(spec, "seconds must be a number >= 0, got '" + value + "'");
+      }
+    } else if (key == "factor" && f.kind == "slow") {
+      char* end = nullptr;
+      f.factor = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(f.factor) ||
+          f.factor <= 1 || f.factor > 1000) {
+        fail(spec, "factor must be a number > 1 (at most 1000), got '" + value + "'");
       }
     } else if (key == "step" && (f.kind == "stall" || f.kind == "sdc")) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.step);

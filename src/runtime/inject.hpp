@@ -13,13 +13,17 @@ struct FaultSpec {
   // rank's collective results before they are checked; fail: throw at the phase start (checks
   // that one rank's failure ends the job, named, with the file marked aborted); sdc: flip one
   // bit of the rank's GEMM output after the timed runs (all shapes, or only its step N), which
-  // the cross-rank hash comparison must catch.
+  // the cross-rank hash comparison must catch; slow: make the rank `factor` times slower (gemm:
+  // it sleeps (factor - 1) x the measured GEMM time inside the timed region, so it steals no
+  // CPU from ranks sharing its cores; collectives: it sleeps (factor - 1) x its previous
+  // iteration before it arrives at the next one), which the straggler checks must name.
   std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
-  int step = 0;      // stall/sdc: the whole phase (0) or only the phase's N-th measured step
-  std::string text;  // the spec as written, for messages and the record
+  int step = 0;       // stall/sdc: the whole phase (0) or only the phase's N-th measured step
+  double factor = 2;  // slow: how many times slower
+  std::string text;   // the spec as written, for messages and the record
 };
 
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.

@@ -62,6 +62,20 @@ expect_in "$TMP/h100" "\[FAIL\] collectives.expected_busbw: world all_reduce flo
 expect_rc 2 $? "an unknown platform"
 expect_in "$TMP/bad" "checks.platform: unknown platform \"h100\"; did you mean \"h100-nvl\"\? \(known: cpu-local, h100-nvl, h100-sxm, h200-sxm; auto" "known platforms listed"
 
+# ---- planted stragglers are named, and only them -------------------------------------------
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=5 \
+  --inject slow:rank=2,phase=gemm,factor=2 --out "$TMP/slow.h5" >"$TMP/slow" 2>&1
+expect_rc 0 $? "a planted GEMM straggler (a warning on shared cores)"
+expect_in "$TMP/slow" "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " "rank 2 named with effect and confidence"
+[[ $(sed -n '/gemm.stragglers/,/^  \[/p' "$TMP/slow" | grep -cE "rank [013] \(host") -eq 0 ]] || fail "a rank without the fault was named a straggler"
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases collectives --set collectives.scopes=[world] \
+  --set collectives.ops=[all_reduce,all_gather] --set collectives.sizes=1K:64K \
+  --inject slow:rank=3,phase=collectives,factor=3 --out "$TMP/late.h5" >"$TMP/late" 2>&1
+expect_rc 0 $? "a planted late rank"
+expect_in "$TMP/late" "\[WARN\] collectives.lateness: rank 3 \(host [^,]+, node 1\): arrives late at the world's collectives by [0-9]+% of an iteration \(median\) in [0-9]+/[0-9]+ sizes" "late rank 3 named"
+h5dump -H -d /collectives/world/all_reduce/float32_sum/out_of_place/wait_us "$TMP/late.h5" | grep -q 'SIMPLE { ( 7, 5, 4 )' ||
+  fail "wait_us is not [sizes, iters, world]"
+
 # ---- a singleton run says no link was exercised --------------------------------------------
 "$SHAKEDOWN" run --phases collectives --set collectives.sizes=1K,4K --set collectives.scopes=[world] \
   --out "$TMP/one.h5" >"$TMP/one" 2>&1

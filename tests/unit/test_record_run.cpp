@@ -695,7 +695,27 @@ TEST(RecordRun, OpenForeignAndNewerFiles) {
   } catch (const UsageError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(newer.string()), std::string::npos) << what;
-    EXPECT_NE(what.find("newer"), std::string::npos) << what;
+    EXPECT_NE(what.find("uses file schema " + std::to_string(schema::kSchemaVersion + 1)),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("reads schemas 1 to " + std::to_string(schema::kSchemaVersion)),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("or newer"), std::string::npos) << what;
+  }
+  const auto older = dir / "older.h5";
+  {
+    h5::File f = h5::create_file(older);
+    h5::write_attr(f.get(), schema::kAttrSchemaVersion, std::int64_t{0});
+    h5::write_attr(f.get(), schema::kAttrShakedownVersion, std::string_view{"0.0.1"});
+  }
+  try {
+    (void)RunFile::open(older);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("written by shakedown 0.0.1"), std::string::npos) << what;
+    EXPECT_NE(what.find("read it with shakedown 0.0.1"), std::string::npos) << what;
   }
 }
 

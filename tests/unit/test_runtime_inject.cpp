@@ -26,6 +26,14 @@ TEST(Inject, ParsesSdcWithOptionalStep) {
   EXPECT_EQ(parse_fault("sdc:rank=0,phase=gemm,step=3").step, 3);
 }
 
+TEST(Inject, ParsesSlowWithFactor) {
+  const FaultSpec g = parse_fault("slow:rank=2,phase=gemm,factor=1.3");
+  EXPECT_EQ(g.kind, "slow");
+  EXPECT_EQ(g.phase, "gemm");
+  EXPECT_DOUBLE_EQ(g.factor, 1.3);
+  EXPECT_DOUBLE_EQ(parse_fault("slow:rank=0,phase=collectives").factor, 2.0);
+}
+
 TEST(Inject, DefaultStallOutlastsAnyTimeout) {
   EXPECT_GE(parse_fault("stall:rank=0,phase=gemm").seconds, 3600);
 }
@@ -44,6 +52,10 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase", "'phase' is not key=value"},
       {"corrupt:rank=1,phase=inventory", "planted only in phase collectives"},
       {"sdc:rank=1,phase=collectives", "planted only in phase gemm"},
+      {"slow:rank=1,phase=inventory", "planted only in phase collectives or gemm"},
+      {"slow:rank=1,phase=gemm,factor=1", "factor must be a number > 1"},
+      {"slow:rank=1,phase=gemm,factor=x", "factor must be a number > 1"},
+      {"stall:rank=1,phase=gemm,factor=2", "unknown key 'factor'"},
       {"sdc:rank=1,phase=gemm,seconds=3", "unknown key 'seconds'"},
       {"fail:rank=1,phase=gemm,step=2", "unknown key 'step'"},
   };

@@ -144,6 +144,7 @@ std::string format_collectives_headline(const CollectivesData& data) {
   }
   std::ostringstream os;
   if (common == 0) {
+    for (const auto& u : data.unreadable) os << "  unreadable: " << u << '\n';
     os << "  nothing measured: every size was skipped (see collectives.coverage; --detail lists "
           "the sizes)\n";
     return os.str();
@@ -188,6 +189,7 @@ std::string format_collectives_headline(const CollectivesData& data) {
   if (rails.size() > 1) os << "  rails: the slowest rail's busbw, and which rail\n";
   if (smaller) os << "  *: a smaller largest size (the bigger ones were skipped)\n";
   if (wrong) os << "  !: wrong elements found (see collectives.wrong_data)\n";
+  for (const auto& u : data.unreadable) os << "  unreadable: " << u << '\n';
   if (!data.skipped_scopes.empty()) {
     std::vector<std::string> parts;
     for (const auto& [scope, why] : data.skipped_scopes) parts.push_back(scope + ": " + why);

@@ -56,7 +56,7 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.|e2e\.(bad_input|demo_run|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|gemm|collectives)$)')
+    -R '^(mpi\.|e2e\.(bad_input|demo_run|verdict|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|gemm|collectives)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-20}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-20} s per target)"

@@ -90,6 +90,31 @@ Finding run_finding(std::string check, CheckStatus status, std::string message) 
   return f;
 }
 
+Finding measured_finding(std::string check, CheckStatus status, std::string subject_kind,
+                         std::string subject, double value, double expected, std::string unit) {
+  Finding f;
+  f.check = std::move(check);
+  f.status = status;
+  f.subject_kind = std::move(subject_kind);
+  f.subject = std::move(subject);
+  f.value = value;
+  f.expected = expected;
+  f.unit = std::move(unit);
+  return f;
+}
+
+Finding rank_finding(const RunFacts& facts, std::string check, CheckStatus status, int rank) {
+  Finding f;
+  f.check = std::move(check);
+  f.status = status;
+  f.subject_kind = "rank";
+  f.subject = "rank " + std::to_string(rank);
+  f.rank = rank;
+  f.node = facts.node_of_rank(rank);
+  f.host = facts.host_of_rank(rank);
+  return f;
+}
+
 std::vector<Finding> placement_checks(const RunFacts& facts) {
   std::vector<Finding> out;
   for (const CheckResult& c : facts.placement)
@@ -250,14 +275,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
               (cfg.validate == "every_iteration" ? "every iteration" : "once per size") + ")"));
     }
     for (const auto& [rank, rw] : bad) {
-      Finding f;
-      f.check = "collectives.wrong_data";
-      f.status = CheckStatus::kFail;
-      f.subject_kind = "rank";
-      f.subject = "rank " + std::to_string(rank);
-      f.rank = rank;
-      f.node = facts.node_of_rank(rank);
-      f.host = facts.host_of_rank(rank);
+      Finding f = rank_finding(facts, "collectives.wrong_data", CheckStatus::kFail, rank);
       f.corruption = 1;
       f.value = static_cast<double>(rw.elements);
       f.expected = 0;
@@ -328,14 +346,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
       late.clear();
     }
     for (const StragglerEvidence& e : late) {
-      Finding f;
-      f.check = "collectives.lateness";
-      f.status = CheckStatus::kWarn;
-      f.subject_kind = "rank";
-      f.subject = "rank " + std::to_string(e.rank);
-      f.rank = e.rank;
-      f.node = facts.node_of_rank(e.rank);
-      f.host = facts.host_of_rank(e.rank);
+      Finding f = rank_finding(facts, "collectives.lateness", CheckStatus::kWarn, e.rank);
       f.value = e.excess;
       f.expected = facts.config.checks.straggler_slowdown;
       f.unit = "iterations late";
@@ -429,15 +440,11 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
       // Consistent evidence: low in most of the collectives compared, and in at least two.
       if (t.low < 2 || 2 * t.low <= t.compared) continue;
       const double typical = median(t.fractions);
-      Finding f;
-      f.check = "collectives.balance";
       // A bad link halves bandwidth or worse; on shared cores a modest dip is noise.
-      f.status = typical < 0.5 && !facts.oversubscribed ? CheckStatus::kFail : CheckStatus::kWarn;
-      f.subject_kind = kind;
-      f.subject = member;
-      f.value = t.worst_value;
-      f.expected = t.worst_median;
-      f.unit = "GB/s";
+      Finding f = measured_finding(
+          "collectives.balance",
+          typical < 0.5 && !facts.oversubscribed ? CheckStatus::kFail : CheckStatus::kWarn, kind,
+          member, t.worst_value, t.worst_median, "GB/s");
       f.evidence = "below " + fixed_text(100 * min_fraction, 0) + "% of the median in " +
                    std::to_string(t.low) + " of " + std::to_string(t.compared) + " collectives";
       if (kind == "node") {
@@ -539,6 +546,14 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
                     facts.platform_choice + ")";
   }
   out.push_back(match);
+  if (!facts.sanitizers.empty()) {
+    out.push_back(run_finding("platform.expected", CheckStatus::kSkip,
+                              "written by a sanitizer build (" + facts.sanitizers +
+                                  "): its timings are several times slower than a release "
+                                  "build's, so nothing was compared with " +
+                                  p.name + "'s figures"));
+    return out;
+  }
   if (!data.ran) return out;
 
   // ---- busbw at the largest size, and latency at the smallest ----
@@ -568,14 +583,8 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
               sweep_name(s) + " " + general_text(got, 3) + " GB/s at " + format_size(bytes);
         }
         if (!(ratio >= fraction)) {
-          Finding f;
-          f.check = "collectives.expected_busbw";
-          f.status = CheckStatus::kFail;
-          f.subject_kind = "scope";
-          f.subject = sweep_name(s);
-          f.value = got;
-          f.expected = *want;
-          f.unit = "GB/s";
+          Finding f = measured_finding("collectives.expected_busbw", CheckStatus::kFail, "scope",
+                                       sweep_name(s), got, *want, "GB/s");
           f.evidence = "median of " + std::to_string(facts.config.collectives.iters) +
                        " iterations at " + format_size(bytes);
           f.message = sweep_name(s) + " busbw " + general_text(got, 3) + " GB/s at " +
@@ -593,14 +602,8 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
       ++lat_compared;
       const double got = s.time_med_us[static_cast<std::size_t>(tiny)];
       if (!(got <= *ceiling)) {
-        Finding f;
-        f.check = "collectives.latency";
-        f.status = CheckStatus::kFail;
-        f.subject_kind = "scope";
-        f.subject = sweep_name(s);
-        f.value = got;
-        f.expected = *ceiling;
-        f.unit = "us";
+        Finding f = measured_finding("collectives.latency", CheckStatus::kFail, "scope",
+                                     sweep_name(s), got, *ceiling, "us");
         f.message = sweep_name(s) + " takes " + fixed_text(got, 1) + " us at " +
                     format_size(s.sizes[static_cast<std::size_t>(tiny)]) + ", above " + p.name +
                     "'s ceiling of " + fixed_text(*ceiling, 0) + " us";

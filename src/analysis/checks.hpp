@@ -14,6 +14,13 @@ namespace shakedown {
 // A finding about the whole run or a phase (subject_kind run / phase).
 Finding run_finding(std::string check, CheckStatus status, std::string message);
 
+// A finding about `subject` (of `subject_kind`) with what was measured, what it was held to and
+// their unit.
+Finding measured_finding(std::string check, CheckStatus status, std::string subject_kind,
+                         std::string subject, double value, double expected, std::string unit);
+// A finding about one rank: its node and host (for the drain list) from the topology.
+Finding rank_finding(const RunFacts& facts, std::string check, CheckStatus status, int rank);
+
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.
 Finding not_recorded(const RunFacts& facts, const std::string& phase);

@@ -233,20 +233,15 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
 
   // One finding about rank r of a shape.
   auto about_rank = [&](const char* check, CheckStatus status, int r, std::string message) {
-    Finding f;
-    f.check = check;
-    f.status = status;
-    f.subject_kind = "rank";
-    f.subject = "rank " + std::to_string(r);
-    f.rank = r;
-    f.node = facts.node_of_rank(r);
-    f.host = facts.host_of_rank(r);
+    Finding f = rank_finding(facts, check, status, r);
     f.message = std::move(message);
     return f;
   };
   std::vector<Finding> hash, bound, slow, fast_enough;
   std::vector<StragglerCase> straggler_cases;
-  const Platform* platform = facts.platform ? &*facts.platform : nullptr;
+  // A sanitizer build's timings are not held to a platform (platform.expected says so).
+  const Platform* platform =
+      facts.platform && facts.sanitizers.empty() ? &*facts.platform : nullptr;
   const double min_fraction = limits.min_tflops_fraction;
   std::size_t tflops_compared = 0;
   double tflops_lowest = 0;

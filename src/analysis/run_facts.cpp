@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/load.hpp"
+#include "record/schema.hpp"
 
 namespace shakedown {
 
@@ -56,6 +57,11 @@ RunFacts read_run_facts(const RunFile& file) {
     f.config_known = true;
   } catch (const Error&) {
     f.config = Config{};
+  }
+  if (const auto tag = f.meta.shakedown_version.find(schema::kSanitizedVersionTag);
+      tag != std::string::npos) {
+    f.sanitizers =
+        f.meta.shakedown_version.substr(tag + std::string_view(schema::kSanitizedVersionTag).size());
   }
   f.ranks = file.ranks();
   f.placement = file.placement_checks();

@@ -19,6 +19,7 @@ struct RunFacts {
   std::vector<RankInfo> ranks;
   std::vector<CheckResult> placement;
   bool oversubscribed = false;  // more ranks than cores on some host: timings are noisy
+  std::string sanitizers;       // the writer was a sanitizer build ("address,undefined")
   // The expected numbers the run is held to (checks.platform; `auto` resolved from the
   // inventory's GPU names), and how it was chosen ("checks.platform: h100-sxm", "auto: ...").
   std::optional<Platform> platform;

@@ -109,6 +109,11 @@ RunMeta make_meta(const Context& ctx, const RunOptions& options, const std::stri
   RunMeta meta;
   meta.schema_version = schema::kSchemaVersion;
   meta.shakedown_version = std::string(SHAKEDOWN_VERSION) + "+" + SHAKEDOWN_GIT_HASH;
+  // The version names a sanitizer build: its timings are several times slower than a release
+  // build's, and the analysis must not hold them to a platform's figures.
+  if (std::string_view(SHAKEDOWN_SANITIZERS) != "") {
+    meta.shakedown_version += std::string(schema::kSanitizedVersionTag) + SHAKEDOWN_SANITIZERS;
+  }
   meta.command_line = options.command_line;
   meta.config_yaml = yaml;
   meta.started_utc = utc_now_iso8601();

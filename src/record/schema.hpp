@@ -18,6 +18,9 @@ inline constexpr int kOldestReadableSchema = 1;
 inline constexpr const char* kRoot = "/";
 inline constexpr const char* kAttrSchemaVersion = "schema_version";        // int64
 inline constexpr const char* kAttrShakedownVersion = "shakedown_version";  // string
+// In shakedown_version after the git hash when the writer was a sanitizer build:
+// "0.1.0+a0c6828+sanitize=address,undefined".
+inline constexpr const char* kSanitizedVersionTag = "+sanitize=";
 inline constexpr const char* kAttrCommandLine = "command_line";            // string
 inline constexpr const char* kAttrConfigYaml = "config_yaml";      // string, effective config
 inline constexpr const char* kAttrStartedUtc = "started_utc";      // ISO-8601, "...Z"

@@ -3,11 +3,11 @@
 // in the summary or a UsageError/RuntimeFault naming the file, never a crash in shakedown.
 //
 // HDF5 1.10 itself crashes on some damaged files (a corrupt string heap: it copies past its
-// buffers) and hangs on others. That is not ours to fix; `shakedown summary` reads in a child process for it. Here
-// each input is first read in a child whose crash handler looks at the stack: when the innermost
-// frame that is HDF5's or shakedown's is HDF5's, the input is one HDF5 cannot read and is
-// skipped; otherwise it is read again in this process, where the sanitizers see our code and
-// libFuzzer its coverage.
+// buffers) and hangs on others. That is not ours to fix; `shakedown summary` reads in a child
+// process for it. Here each input is first read in a child whose crash handler looks at the stack:
+// when the innermost frame that is HDF5's or shakedown's is HDF5's, the input is one HDF5 cannot
+// read and is skipped; otherwise it is read again in this process, where the sanitizers see our
+// code and libFuzzer its coverage.
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
@@ -22,7 +22,8 @@
 #include <fstream>
 #include <string>
 
-#include "analysis/summary.hpp"
+#include "analysis/reporters/summary_text.hpp"
+#include "analysis/verdict.hpp"
 #include "fuzz_common.hpp"
 #include "record/reader.hpp"
 
@@ -34,13 +35,15 @@ void read_like_summary(const std::filesystem::path& path) {
   using namespace shakedown;
   fuzz::expect_clean([&] {
     const RunFile file = RunFile::open(path);
-    const Verdict verdict = compute_verdict(file);
-    (void)format_summary(file, verdict);
+    // As `summary` and `summary --detail --recompute` read it.
+    (void)format_summary(file, analyze_stored(file), /*detail=*/false);
+    (void)format_summary(file, analyze(file), /*detail=*/true);
   });
 }
 
-// In the child: which library the crash (or, on SIGALRM, the hang) is in, judged from the innermost frame that belongs
-// to HDF5 or to shakedown (libc and the sanitizer's interceptors in between are skipped).
+// In the child: which library the crash (or, on SIGALRM, the hang) is in, judged from the innermost
+// frame that belongs to HDF5 or to shakedown (libc and the sanitizer's interceptors in between are
+// skipped).
 extern "C" void classify_crash(int /*signal*/, siginfo_t* /*info*/, void* /*context*/) {
   void* frames[64];
   const int n = backtrace(frames, 64);

@@ -1,7 +1,7 @@
 #pragma once
-// Each phase's checks: typed Findings computed from the run file alone (DESIGN.md "Findings").
-// Every check a phase was asked for says what it covered: a phase that measured nothing fails
-// its coverage check, whatever else passed.
+// Each phase's checks: typed Findings computed from the run file alone (docs/architecture.md
+// "Timing and the verdict"). Every check a phase was asked for says what it covered: a phase that
+// measured nothing fails its coverage check, whatever else passed.
 #include <vector>
 
 #include "analysis/collectives_data.hpp"

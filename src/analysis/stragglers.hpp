@@ -1,7 +1,7 @@
 #pragma once
-// Stragglers that hold up to noise (DESIGN.md "Timing and imbalance"). Interference (a shared
-// core, a descheduled process) only ever adds time, so each rank is judged by the lower half of
-// its samples in each case (a GEMM shape, a collective size). A rank is named only when:
+// Stragglers that hold up to noise (docs/architecture.md "Timing and the verdict"). Interference (a
+// shared core, a descheduled process) only ever adds time, so each rank is judged by the lower half
+// of its samples in each case (a GEMM shape, a collective size). A rank is named only when:
 //  - its level (25th percentile) exceeds the other ranks' median level by at least `slowdown`
 //    of the case's scale (the others' level for times; the iteration's duration for lateness),
 //  - beyond the spread of the other ranks' own excesses (more than `z` robust standard

@@ -1,7 +1,8 @@
 #pragma once
-// The verdict (DESIGN.md "Findings"): every phase's findings, the counts of what was tested, the
-// exit code and one headline. Computed from the HDF5 file alone, once at the end of `run` (and
-// stored in /analysis), and recomputed identically by `summary` for files without /analysis.
+// The verdict (docs/architecture.md "Timing and the verdict"): every phase's findings, the counts
+// of what was tested, the exit code and one headline. Computed from the HDF5 file alone, once at
+// the end of `run` (and stored in /analysis), and recomputed identically by `summary` for files
+// without /analysis.
 #include <string>
 #include <vector>
 

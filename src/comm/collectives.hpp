@@ -1,7 +1,7 @@
 #pragma once
-// The collective table: ONE row of data per collective (DESIGN.md). Byte rules and bus-bandwidth
-// factors follow nccl-tests, so numbers are comparable (REFERENCES.md). No switch statements on
-// the collective kind elsewhere: code asks the row.
+// The collective table: ONE row of data per collective (docs/architecture.md). Byte rules and
+// bus-bandwidth factors follow nccl-tests, so numbers are comparable. No switch statements on the
+// collective kind elsewhere: code asks the row.
 #include <cstdint>
 #include <string_view>
 #include <vector>

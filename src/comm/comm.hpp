@@ -1,5 +1,5 @@
 #pragma once
-// One communication interface, two backends (DESIGN.md): MpiComm (host memory, any MPI
+// One communication interface, two backends (docs/architecture.md): MpiComm (host memory, any MPI
 // communicator) and NcclComm (device memory, own stream). The collectives phase is written once
 // against this interface; the backend is chosen once.
 #include <cstddef>

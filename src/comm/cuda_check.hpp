@@ -1,5 +1,5 @@
 #pragma once
-// The NCCL check macro (DESIGN.md: one per library), and SD_CUDA_CHECK from core/cuda_check.hpp.
+// The NCCL check macro (one per library), and SD_CUDA_CHECK from core/cuda_check.hpp.
 // Throws with the failing expression, file:line and NCCL's own error string (plus its last-error
 // detail); device memory exhaustion becomes shakedown::OutOfMemory.
 #if SHAKEDOWN_HAVE_CUDA

@@ -1,7 +1,7 @@
 #pragma once
-// The NCCL backend (DESIGN.md "Interfaces"): device buffers, one NCCL communicator and its own
-// non-blocking CUDA stream per scope; scopes (node, rail) come from ncclCommSplit of the world
-// communicator (REFERENCES.md "NCCL scopes"). Fill and verify run as kernels on that stream.
+// The NCCL backend (docs/architecture.md "Layers"): device buffers, one NCCL communicator and its
+// own non-blocking CUDA stream per scope; scopes (node, rail) come from ncclCommSplit of the world
+// communicator. Fill and verify run as kernels on that stream.
 // Only built with CUDA; nccl.h and the CUDA headers stay out of this header.
 #if SHAKEDOWN_HAVE_CUDA
 

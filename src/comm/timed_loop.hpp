@@ -1,8 +1,8 @@
 #pragma once
-// The timed loop of the collectives sweep (DESIGN.md "Timing and imbalance"), kept apart so the
-// overhead benchmark measures exactly the code the phase runs. Per iteration: stamp the arrival
-// (when this rank is ready for the iteration; clock-aligned), barrier, stamp, run, wait for
-// completion, stamp. The arrival is stamped BEFORE the barrier: after it, every rank would
+// The timed loop of the collectives sweep (docs/architecture.md "Timing and the verdict"), kept
+// apart so the overhead benchmark measures exactly the code the phase runs. Per iteration: stamp
+// the arrival (when this rank is ready for the iteration; clock-aligned), barrier, stamp, run, wait
+// for completion, stamp. The arrival is stamped BEFORE the barrier: after it, every rank would
 // record the barrier's release instead, and a late rank would look punctual. Nothing else
 // happens between the stamps: no allocation, no logging, no branch but the iteration count.
 #include <atomic>

@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA runtime check macro (DESIGN.md: one per library), shared by every folder that calls
+// The CUDA runtime check macro (one per library), shared by every folder that calls
 // CUDA (comm/, gemm/, kernels/). Throws with the failing expression, file:line and CUDA's own
 // error string; device memory exhaustion becomes shakedown::OutOfMemory so sweeps can record a
 // size as skipped and go on. Header-only: core/ itself does not link CUDA.

@@ -1,5 +1,5 @@
 #pragma once
-// Optional libraries loaded at first use (DESIGN.md: UCX, NVML, ...), so a missing or broken one
+// Optional libraries loaded at first use (UCX, NVML, ...), so a missing or broken one
 // fails only what needs it, and a library whose load-time constructors can crash the process
 // (libucs with a 64-character host name) cannot take down the subcommands that never use it.
 #include <dlfcn.h>

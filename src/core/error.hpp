@@ -1,5 +1,5 @@
 #pragma once
-// Errors and exit codes shared by every module (DESIGN.md "Exit codes").
+// Errors and exit codes shared by every module (docs/architecture.md "Exit codes").
 #include <stdexcept>
 #include <string>
 #include <utility>

@@ -1,6 +1,6 @@
 #pragma once
-// Robust statistics (DESIGN.md "Timing and imbalance"): median, percentiles, MAD. NaN entries
-// (iterations or ranks that did not take part) are ignored; an all-NaN input gives NaN.
+// Robust statistics (docs/architecture.md "Timing and the verdict"): median, percentiles, MAD. NaN
+// entries (iterations or ranks that did not take part) are ignored; an all-NaN input gives NaN.
 #include <span>
 
 namespace shakedown {

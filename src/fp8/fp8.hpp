@@ -1,10 +1,10 @@
 #pragma once
-// FP8 formats of the OCP FP8 spec as NVIDIA Transformer Engine uses them (REFERENCES.md "FP8
-// formats"): E4M3 (bias 7, max 448, no infinity, S.1111.111 is NaN) and E5M2 (bias 15, max 57344,
-// IEEE-like infinities and NaNs). Encoding rounds to nearest even and saturates to the format's
-// largest finite magnitude (as __NV_SATFINITE / cvt.rn.satfinite do), so a scale that is slightly
-// off clips the few largest values instead of turning them into NaN or infinity; NaN stays NaN.
-// Pure C++: no dependencies, so the CPU and GPU paths share it.
+// FP8 formats of the OCP FP8 spec (arXiv 2209.05433) as NVIDIA Transformer Engine uses them: E4M3
+// (bias 7, max 448, no infinity, S.1111.111 is NaN) and E5M2 (bias 15, max 57344, IEEE-like
+// infinities and NaNs). Encoding rounds to nearest even and saturates to the format's largest
+// finite magnitude (as __NV_SATFINITE / cvt.rn.satfinite do), so a scale that is slightly off clips
+// the few largest values instead of turning them into NaN or infinity; NaN stays NaN. Pure C++: no
+// dependencies, so the CPU and GPU paths share it.
 #include <array>
 #include <cstdint>
 #include <span>

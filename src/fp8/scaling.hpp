@@ -1,6 +1,6 @@
 #pragma once
 // Transformer Engine's per-tensor scaling recipes as data plus one pure function each
-// (REFERENCES.md "Transformer Engine scaling recipes"). The CPU and GPU paths both call these, so a
+// (Transformer Engine's scaling recipes). The CPU and GPU paths both call these, so a
 // scale computed on either side is bit-identical.
 #include <cstdint>
 #include <span>

@@ -1,5 +1,5 @@
 #pragma once
-// The cuBLASLt check macro (DESIGN.md: one per library). Throws with the failing expression,
+// The cuBLASLt check macro (one per library). Throws with the failing expression,
 // file:line and cuBLAS's own status name and description; an allocation failure inside cuBLASLt
 // becomes shakedown::OutOfMemory, like SD_CUDA_CHECK's (core/cuda_check.hpp).
 #if SHAKEDOWN_HAVE_CUDA

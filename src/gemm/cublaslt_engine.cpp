@@ -1,4 +1,4 @@
-// The cuBLASLt GEMM engine (DESIGN.md "Interfaces"): FP8 A and B with per-tensor scale_inv on the
+// The cuBLASLt GEMM engine (docs/architecture.md "Layers"): FP8 A and B with per-tensor scale_inv on the
 // device, fp32 compute, bf16 or fp32 D, TN layout (gemm/cublaslt_matmul.hpp), algorithm from the
 // heuristic, 32 MiB workspace. Operands are uploaded once in prepare(); run() only enqueues the
 // matmul and waits for it, so the timed loop measures the GEMM. Checked against the CPU engine in

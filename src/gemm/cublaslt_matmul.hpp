@@ -19,7 +19,7 @@
 
 namespace shakedown::cublaslt {
 
-// Transformer Engine's workspace on sm_90 (REFERENCES.md "FP8 GEMM through cuBLASLt");
+// Transformer Engine's workspace on sm_90;
 // cudaMalloc returns 256-byte aligned memory, as cuBLASLt wants for it.
 inline constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 

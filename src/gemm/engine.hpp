@@ -1,6 +1,6 @@
 #pragma once
-// GemmEngine (DESIGN.md "Interfaces"): D = (A * a.scale_inv) x (B * b.scale_inv)^T with FP8 A and
-// B, fp32 accumulation and a bf16 or fp32 D. Shapes follow a Linear layer (y = x W^T):
+// GemmEngine (docs/architecture.md "Layers"): D = (A * a.scale_inv) x (B * b.scale_inv)^T with FP8
+// A and B, fp32 accumulation and a bf16 or fp32 D. Shapes follow a Linear layer (y = x W^T):
 //   A: [m, k] row-major (activations), B: [n, k] row-major (weights), D: [m, n] row-major.
 // In cuBLASLt's column-major terms this is exactly the TN layout it requires for FP8: cuBLASLt's
 // "A" is our B (transposed, ld = k), its "B" is our A (not transposed, ld = k), D is n x m, ld = n.

@@ -335,7 +335,7 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   SD_MPI_CHECK(MPI_Gather(check, 4, MPI_DOUBLE, checks.data(), 4, MPI_DOUBLE, 0, ctx.world()));
   if (!ctx.is_root()) return 0;
 
-  // Gathered rank-major; stored [iters, world] per size, as DESIGN.md's [S, iters, world].
+  // Gathered rank-major; stored [iters, world] per size, as the file's [S, iters, world].
   std::vector<double> t(times.size()), a(times.size()), wt(times.size());
   for (int r = 0; r < world; ++r) {
     for (int i = 0; i < iters; ++i) {

@@ -1,5 +1,5 @@
 #pragma once
-// The root attributes of a run file (DESIGN.md "HDF5 file (schema 1)"): who ran what, when, and
+// The root attributes of a run file (docs/architecture.md "The run file"): who ran what, when, and
 // how it ended.
 #include <string>
 

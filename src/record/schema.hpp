@@ -1,5 +1,5 @@
 #pragma once
-// Every name in the run's HDF5 file (DESIGN.md "HDF5 file (schema 1)"), in one place, so the
+// Every name in the run's HDF5 file (docs/architecture.md "The run file"), in one place, so the
 // writer, the reader, the analysis and scripts/analyze.py cannot drift apart. Changing a name or a
 // layout means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore
 // what they do not know and default what is missing).
@@ -21,7 +21,7 @@ inline constexpr const char* kAttrShakedownVersion = "shakedown_version";  // st
 // In shakedown_version after the git hash when the writer was a sanitizer build:
 // "0.1.0+a0c6828+sanitize=address,undefined".
 inline constexpr const char* kSanitizedVersionTag = "+sanitize=";
-inline constexpr const char* kAttrCommandLine = "command_line";            // string
+inline constexpr const char* kAttrCommandLine = "command_line";    // string
 inline constexpr const char* kAttrConfigYaml = "config_yaml";      // string, effective config
 inline constexpr const char* kAttrStartedUtc = "started_utc";      // ISO-8601, "...Z"
 inline constexpr const char* kAttrFinishedUtc = "finished_utc";    // "" while running

@@ -1,5 +1,5 @@
 #pragma once
-// RunWriter: rank 0's writer of the run's HDF5 file (DESIGN.md "HDF5 file (schema 1)").
+// RunWriter: rank 0's writer of the run's HDF5 file (docs/architecture.md "The run file").
 //
 // The file is `<final>.partial` until finish() renames it. Every write method opens the file,
 // writes, flushes and closes it again, so a crash (or a kill by the scheduler) at any later point

@@ -1,6 +1,6 @@
 #pragma once
-// A one-line progress report with an ETA on stderr, for rank 0 on a terminal only (DESIGN.md:
-// progress goes to stderr and only on a terminal). Elsewhere it stays silent, so logs and CI
+// A one-line progress report with an ETA on stderr, for rank 0 on a terminal only (progress goes
+// to stderr, and only on a terminal). Elsewhere it stays silent, so logs and CI
 // output carry only results.
 #include <string>
 

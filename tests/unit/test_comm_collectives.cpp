@@ -1,4 +1,4 @@
-// The collective table against nccl-tests' byte rules and bus-bandwidth factors (REFERENCES.md).
+// The collective table against nccl-tests' byte rules and bus-bandwidth factors.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -6,11 +6,11 @@
 
 namespace shakedown {
 
-namespace {
-
 std::string attr_or(const RunFile& f, const std::string& path, const char* name) {
   return f.has_attr(path, name) ? f.attr_string(path, name) : "";
 }
+
+namespace {
 
 SweepData read_sweep(const RunFile& f, const std::string& path, const std::string& scope,
                      const std::string& op, const std::string& leaf, const std::string& mode) {

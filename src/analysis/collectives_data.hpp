@@ -44,6 +44,9 @@ struct CollectivesData {
 
 CollectivesData read_collectives(const RunFile& file);
 
+// The string attribute `name` of `path`, "" when it is absent.
+std::string attr_or(const RunFile& file, const std::string& path, const char* name);
+
 // Per-iteration times [iters, world] of one size of a sweep (for per-node and per-rank views).
 std::vector<double> read_size_times(const RunFile& file, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters);

@@ -1,5 +1,7 @@
 #include "analysis/collectives_report.hpp"
 
+#include "analysis/collectives_data.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -26,10 +28,6 @@ std::string size_text(std::uint64_t bytes) {
     std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   }
   return buf;
-}
-
-std::string attr_or(const RunFile& f, const std::string& path, const char* name) {
-  return f.has_attr(path, name) ? f.attr_string(path, name) : "";
 }
 
 // Returns how many rows had a busbw above the configured link rate (marked with '!').
@@ -114,12 +112,6 @@ std::string format_collectives(const RunFile& f) {
           "busbw assumes. To compare links, rerun with NCCL_ALGO=Ring.\n";
   }
   return os.str();
-}
-
-std::uint64_t collectives_wrong(const RunFile& f) {
-  const std::string root = schema::kCollectivesGroup;
-  if (!f.has_attr(root, "wrong_total")) return 0;
-  return static_cast<std::uint64_t>(f.attr_int64(root, "wrong_total"));
 }
 
 }  // namespace shakedown

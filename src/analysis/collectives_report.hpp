@@ -10,7 +10,5 @@ namespace shakedown {
 
 // "" when the run has no /collectives.
 std::string format_collectives(const RunFile& file);
-// Elements found wrong over the whole sweep (the phase's wrong_total), 0 when not run.
-std::uint64_t collectives_wrong(const RunFile& file);
 
 }  // namespace shakedown

@@ -60,8 +60,8 @@ RunFacts read_run_facts(const RunFile& file) {
   }
   if (const auto tag = f.meta.shakedown_version.find(schema::kSanitizedVersionTag);
       tag != std::string::npos) {
-    f.sanitizers =
-        f.meta.shakedown_version.substr(tag + std::string_view(schema::kSanitizedVersionTag).size());
+    f.sanitizers = f.meta.shakedown_version.substr(
+        tag + std::string_view(schema::kSanitizedVersionTag).size());
   }
   f.ranks = file.ranks();
   f.placement = file.placement_checks();

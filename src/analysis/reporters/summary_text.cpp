@@ -20,12 +20,6 @@ namespace shakedown {
 
 namespace {
 
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return s;
-}
-
 std::string bw_text(double v) {
   if (std::isnan(v)) return "-";
   return fixed_text(v, v >= 100 ? 0 : v >= 10 ? 1 : v >= 1 ? 2 : 3);
@@ -63,7 +57,7 @@ void format_checks_block(const Verdict& v, bool detail, std::ostringstream& os) 
       continue;
     }
     const Finding& first = *g.findings.front();
-    os << "  [" << upper(to_string(g.status)) << "] " << g.check;
+    os << "  [" << status_label(g.status) << "] " << g.check;
     if (!first.message.empty()) os << ": " << first.message;
     os << '\n';
     // The other findings of a failed or warned check, each naming its rank / node / shape.

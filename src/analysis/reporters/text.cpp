@@ -184,13 +184,17 @@ std::string format_inventory_compact(const std::vector<NodeInventory>& nodes) {
   return os.str();
 }
 
+std::string status_label(CheckStatus status) {
+  std::string label = to_string(status);
+  std::transform(label.begin(), label.end(), label.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  return label;
+}
+
 std::string format_checks(const std::vector<CheckResult>& checks) {
   std::ostringstream os;
   for (const auto& c : checks) {
-    std::string status = to_string(c.status);
-    std::transform(status.begin(), status.end(), status.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-    os << "  [" << status << "] " << c.name;
+    os << "  [" << status_label(c.status) << "] " << c.name;
     if (!c.reason.empty()) os << ": " << c.reason;
     os << '\n';
   }

@@ -16,6 +16,8 @@ std::string format_topology_compact(const std::vector<RankInfo>& ranks);
 // One line per distinct kind of node (CPU, cores, memory, GPUs, OS and kernel, library
 // versions): nodes that differ from the others show up as a line of their own.
 std::string format_inventory_compact(const std::vector<NodeInventory>& nodes);
+// "PASS", "WARN", "FAIL", "SKIP".
+std::string status_label(CheckStatus status);
 // One line per check: status, name, reason.
 std::string format_checks(const std::vector<CheckResult>& checks);
 // Node inventory, one block per node.

@@ -72,8 +72,8 @@ expect_rc 2 $? "an unknown platform"
 expect_in "$TMP/bad" "checks.platform: unknown platform \"h100\"; did you mean \"h100-nvl\"\? \(known: cpu-local, h100-nvl, h100-sxm, h200-sxm; auto" "known platforms listed"
 
 # ---- planted stragglers are named, and only them -------------------------------------------
-"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=5 \
-  --inject slow:rank=2,phase=gemm,factor=2 --out "$TMP/slow.h5" >"$TMP/slow" 2>&1
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=10 \
+  --inject slow:rank=2,phase=gemm,factor=3 --out "$TMP/slow.h5" >"$TMP/slow" 2>&1
 expect_rc 0 $? "a planted GEMM straggler (a warning on shared cores)"
 expect_in "$TMP/slow" "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " "rank 2 named with effect and confidence"
 [[ $(sed -n '/gemm.stragglers/,/^  \[/p' "$TMP/slow" | grep -cE "rank [013] \(host") -eq 0 ]] || fail "a rank without the fault was named a straggler"

@@ -12,12 +12,14 @@ packages=(
   libopenblas-dev libxxhash-dev
   libucx-dev ucx-utils
   libgtest-dev googletest
-  python3 python3-h5py python3-pandas
+  python3 python3-h5py python3-pandas python3-jsonschema python3-prometheus-client
   slurmctld slurmd slurm-client munge
   clang libclang-rt-14-dev llvm
 )
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
 # llvm: llvm-symbolizer, so sanitizer reports name functions and lines.
+# python3-jsonschema, python3-prometheus-client: the e2e tests validate the JSON report against
+# docs/report-schema.json and parse the Prometheus textfile with the client's own parser.
 
 missing=()
 for p in "${packages[@]}"; do

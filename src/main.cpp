@@ -69,6 +69,12 @@ int main(int argc, char** argv) {
                       "slow:rank=R,phase=gemm|collectives[,factor=F] (rank R's GEMMs take F "
                       "times as long, or it arrives late at every collective; default F 2)");
 
+  run_cmd
+      ->add_option("--report", run.reports,
+                   "Also write these reports next to the run file, with its stem: json (.json), "
+                   "junit (.junit.xml), prometheus (.prom), text (.txt)")
+      ->delimiter(',');
+
   run_cmd->add_flag("--progress", run.progress,
                     "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "
                     "is a terminal, which it is not under mpirun (it forwards through a pipe)");
@@ -97,16 +103,24 @@ int main(int argc, char** argv) {
                    "Node topology saved with `lstopo --of xml` (default: this machine)")
       ->check(CLI::ExistingFile);
 
-  std::string summary_path;
-  auto* summary_cmd = app.add_subcommand("summary", "Print the summary of a saved run file");
-  summary_cmd->add_option("file", summary_path, "RUN.h5")->required();
-  bool summary_detail = false, summary_recompute = false;
-  summary_cmd->add_flag("--detail", summary_detail,
+  SummaryOptions summary;
+  auto* summary_cmd = app.add_subcommand(
+      "summary",
+      "Print the summary of a saved run file, or write it as JSON, JUnit XML or a "
+      "Prometheus textfile");
+  summary_cmd->add_option("file", summary.path, "RUN.h5")->required();
+  summary_cmd->add_flag("--detail", summary.detail,
                         "Also print every size of every sweep, the full inventory and every "
-                        "finding");
-  summary_cmd->add_flag("--recompute", summary_recompute,
+                        "finding (text format)");
+  summary_cmd->add_flag("--recompute", summary.recompute,
                         "Ignore the verdict the run stored in the file and recompute it from the "
                         "measurements (with this version's checks)");
+  summary_cmd->add_option("--format", summary.format,
+                          "text (default), json (docs/report-schema.json), junit (one testcase "
+                          "per check) or prometheus (node_exporter textfile)");
+  summary_cmd->add_option("-o,--output", summary.out,
+                          "Write the report to FILE (whole or not at all) instead of standard "
+                          "output");
 
   try {
     app.parse(argc, argv);
@@ -133,7 +147,7 @@ int main(int argc, char** argv) {
     }
     if (*topo_cmd) return topo_command(topo, &argc, &argv);
     if (*plan_cmd) return plan_command(plan);
-    if (*summary_cmd) return summary_command(summary_path, summary_detail, summary_recompute);
+    if (*summary_cmd) return summary_command(summary);
     std::cerr << app.help() << "A subcommand is required.\n";
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {

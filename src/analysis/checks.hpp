@@ -21,6 +21,13 @@ Finding measured_finding(std::string check, CheckStatus status, std::string subj
 // A finding about one rank: its node and host (for the drain list) from the topology.
 Finding rank_finding(const RunFacts& facts, std::string check, CheckStatus status, int rank);
 
+// A result at `ratio` of the platform's figure, below the pass mark `fraction`: FAIL; but on
+// shared cores (facts.oversubscribed), where one descheduled rank halves a timing, only a WARN
+// down to half the pass mark.
+CheckStatus below_expected(const RunFacts& facts, double ratio, double fraction);
+// What below_expected() adds to a message on shared cores ("" elsewhere).
+std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction);
+
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.
 Finding not_recorded(const RunFacts& facts, const std::string& phase);

@@ -1,7 +1,9 @@
 #include "analysis/collectives_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 
+#include "core/stats.hpp"
 #include "record/schema.hpp"
 
 namespace shakedown {
@@ -130,6 +132,36 @@ std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, st
   const std::size_t per = dims[1] * dims[2];
   return {all.begin() + static_cast<long>(size * per),
           all.begin() + static_cast<long>((size + 1) * per)};
+}
+
+std::map<int, double> node_busbw(const RunFile& f, const SweepData& s, std::size_t size,
+                                 const std::vector<RankInfo>& ranks) {
+  std::map<int, double> out;
+  if (size >= s.sizes.size() || s.skipped[size] != schema::kCollMeasured) return out;
+  std::size_t iters = 0;
+  const std::vector<double> t = read_size_times(f, s, size, &iters);
+  if (iters == 0) return out;
+  std::map<int, std::vector<std::size_t>> members;
+  for (const auto& r : ranks) {
+    if (r.rank >= 0 && static_cast<std::size_t>(r.rank) < s.world) {
+      members[r.node_index].push_back(static_cast<std::size_t>(r.rank));
+    }
+  }
+  const double med_all = s.time_med_us[size];
+  const double bw_all = s.busbw[size];
+  if (!(med_all > 0) || !std::isfinite(bw_all)) return out;
+  for (const auto& [node, list] : members) {
+    if (list.size() < 2) continue;
+    std::vector<double> duration;
+    for (std::size_t i = 0; i < iters; ++i) {
+      double worst = 0;
+      for (std::size_t r : list) worst = std::max(worst, t[i * s.world + r]);
+      duration.push_back(worst);
+    }
+    // busbw scales inversely with the time of the median iteration.
+    if (const double med = median(duration); med > 0) out[node] = bw_all * med_all / med;
+  }
+  return out;
 }
 
 }  // namespace shakedown

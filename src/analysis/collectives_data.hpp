@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "record/reader.hpp"
+#include "topology/rank_info.hpp"
 
 namespace shakedown {
 
@@ -50,5 +53,11 @@ std::string attr_or(const RunFile& file, const std::string& path, const char* na
 // Per-iteration times [iters, world] of one size of a sweep (for per-node and per-rank views).
 std::vector<double> read_size_times(const RunFile& file, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters);
+
+// Each node's own busbw in one size of an intra_node sweep: per iteration the slowest of the
+// node's ranks, the median over iterations, as GB/s (node index -> busbw). Nodes with fewer than
+// two ranks in the sweep are left out; nothing when the size has no per-rank times.
+std::map<int, double> node_busbw(const RunFile& file, const SweepData& sweep, std::size_t size,
+                                 const std::vector<RankInfo>& ranks);
 
 }  // namespace shakedown

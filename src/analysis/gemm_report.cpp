@@ -186,6 +186,8 @@ GemmShapeRow table_row(const ShapeData& s, const std::vector<RankInfo>& ranks) {
     row.max_tflops = std::isnan(row.max_tflops) ? v : std::max(row.max_tflops, v);
   }
   row.median_tflops = median(s.rank_tflops);
+  row.rank_tflops = s.rank_tflops;
+  row.slowest_rank = slowest;
   row.slowest = "-";
   if (slowest >= 0) {
     row.slowest = std::to_string(slowest);
@@ -317,11 +319,12 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
         }
         if (ratio >= min_fraction) continue;
         Finding f = about_rank(
-            "gemm.tflops", CheckStatus::kFail, static_cast<int>(r),
+            "gemm.tflops", below_expected(facts, ratio, min_fraction), static_cast<int>(r),
             rank_name(ranks, static_cast<int>(r)) + ": gemm " + s.name + " " + tflops_text(got) +
                 " TFLOP/s is " + fixed_text(100 * ratio, 0) + "% of " + platform->name + "'s " +
                 tflops_text(platform->fp8_tflops) + " (pass: " + fixed_text(100 * min_fraction, 0) +
-                "%, checks.min_tflops_fraction)");
+                "%, checks.min_tflops_fraction" + shared_cores_note(facts, ratio, min_fraction) +
+                ")");
         f.value = got;
         f.expected = platform->fp8_tflops;
         f.unit = "TFLOP/s";
@@ -331,7 +334,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     }
     straggler_cases.push_back({s.name, s.time_us, s.iters, s.world, 0});
   }
-  const StragglerLimits straggler_limits{limits.straggler_slowdown, limits.straggler_z, 0.01};
+  const StragglerLimits straggler_limits{facts.straggler_slowdown(), limits.straggler_z, 0.01};
   for (const StragglerEvidence& e : find_stragglers(straggler_cases, straggler_limits)) {
     // A rank half again as slow, on cores of its own, is worth draining; on shared cores or
     // less slow it is a warning.
@@ -343,7 +346,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
             std::to_string(e.compared) + " GEMM shapes (" + join(e.cases, ", ") + "), p " +
             (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)));
     f.value = e.excess;
-    f.expected = limits.straggler_slowdown;
+    f.expected = facts.straggler_slowdown();
     f.unit = "fraction slower";
     f.evidence = std::to_string(e.flagged) + "/" + std::to_string(e.compared) +
                  " shapes, one-sided Mann-Whitney vs the other ranks, Bonferroni-corrected p " +
@@ -409,7 +412,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     slow.push_back(run_finding(
         "gemm.stragglers", CheckStatus::kPass,
         "no rank consistently slower: none at least " +
-            fixed_text(100 * limits.straggler_slowdown, 0) +
+            fixed_text(100 * facts.straggler_slowdown(), 0) +
             "% slower than the others, beyond their spread and with p < 0.01, in most of " +
             std::to_string(straggler_cases.size()) + " shape(s)" +
             (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "")));

@@ -19,7 +19,9 @@ struct GemmShapeRow {
   bool measured = false;
   std::string skip_reason;                                   // when not measured
   double min_tflops = 0, median_tflops = 0, max_tflops = 0;  // over ranks' median iterations
-  std::string slowest;                                       // "2 (host, node 0)", "-" for none
+  std::vector<double> rank_tflops;  // each rank's median iteration, by rank (NaN: not measured)
+  int slowest_rank = -1;
+  std::string slowest;        // "2 (host, node 0)", "-" for none
   double err = 0, bound = 0;  // worst normwise error and error/bound over the checked ranks
   std::string hashes;         // "agree (N)", "differ in G group(s)!" ...
 };

@@ -7,6 +7,12 @@
 
 namespace shakedown {
 
+double RunFacts::straggler_slowdown() const {
+  const ChecksConfig& c = config.checks;
+  return oversubscribed ? std::max(c.straggler_slowdown, c.straggler_slowdown_shared)
+                        : c.straggler_slowdown;
+}
+
 bool RunFacts::asked_for(const std::string& phase) const {
   return std::find(config.phases.begin(), config.phases.end(), phase) != config.phases.end();
 }

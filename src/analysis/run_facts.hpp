@@ -27,6 +27,8 @@ struct RunFacts {
   std::vector<std::string> node_gpu_names;  // per inventoried node: its first GPU's name, "" none
 
   bool asked_for(const std::string& phase) const;
+  // checks.straggler_slowdown, raised to checks.straggler_slowdown_shared when ranks share cores.
+  double straggler_slowdown() const;
   // "rank 2 (host vm, node 1)"; "rank 2" when the topology was not recorded.
   std::string rank_name(int rank) const;
   // "node 1 (host vm)", with "[virtual]" on pretend nodes.

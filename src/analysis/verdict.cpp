@@ -123,6 +123,23 @@ RunAnalysis measure(const RunFile& file) {
 
 }  // namespace
 
+std::string verdict_status(const Verdict& v) {
+  switch (v.code) {
+    case ExitCode::kPass:
+      return v.warned > 0 ? "warn" : "pass";
+    case ExitCode::kCheckFailed:
+      return "fail";
+    case ExitCode::kRuntime:
+      // decide() words the headline; a stored verdict keeps it.
+      if (v.headline.starts_with("DATA CORRUPTION")) return "corruption";
+      if (v.headline.starts_with("INCOMPLETE")) return "incomplete";
+      if (v.headline.starts_with("ABORTED")) return "aborted";
+      return "error";
+    default:
+      return "error";
+  }
+}
+
 std::vector<CheckGroup> group_checks(const std::vector<Finding>& findings) {
   std::vector<CheckGroup> groups;
   std::map<std::string, std::size_t> index;

@@ -24,6 +24,10 @@ struct Verdict {
   bool stored = false;  // read from the file's /analysis rather than recomputed
 };
 
+// The verdict in one word, for machine-readable reports: pass, warn (passed with warnings), fail,
+// corruption, aborted, incomplete (the file was never closed) or error.
+std::string verdict_status(const Verdict& verdict);
+
 // One check with its findings, for reporters: the worst status first.
 struct CheckGroup {
   std::string check;

@@ -14,6 +14,7 @@ struct RunOptions {
   std::vector<std::string> phases;   // --phases (split on commas)
   std::vector<std::string> sets;     // --set key.path=value
   std::vector<std::string> injects;  // --inject SPEC
+  std::vector<std::string> reports;  // --report json,junit,prometheus (split on commas)
   bool progress = false;             // --progress: show it even when stderr is no terminal
   std::string command_line;          // as typed, for the record
 };
@@ -35,8 +36,16 @@ struct PlanOptions {
 };
 int plan_command(const PlanOptions& options);
 
-// Prints the summary of a run file; `recompute` ignores a stored /analysis.
-int summary_command(const std::string& path, bool detail, bool recompute);
+struct SummaryOptions {
+  std::string path;             // RUN.h5
+  bool detail = false;          // --detail (text only)
+  bool recompute = false;       // --recompute: ignore a stored /analysis
+  std::string format = "text";  // --format text|json|junit|prometheus
+  std::string out;              // -o FILE; "" standard output
+};
+// Prints (or writes) the summary of a run file in one of the report formats; returns the
+// verdict's exit code.
+int summary_command(const SummaryOptions& options);
 
 // "shakedown: error: <message>" (and the details after it) on stderr.
 void report_error(const std::exception& e);

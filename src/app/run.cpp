@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "analysis/reporters/formats.hpp"
 #include "analysis/reporters/summary_text.hpp"
 #include "analysis/verdict.hpp"
 #include "app/app.hpp"
@@ -189,12 +190,51 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
   recorder.finish(schema::kStatusComplete);
 }
 
-int report_from_file(const Context& ctx, const std::filesystem::path& out) {
+// --report: each format once, in the order given; a name that is no format is a usage error.
+std::vector<ReportFormat> parse_reports(const std::vector<std::string>& names) {
+  std::vector<ReportFormat> out;
+  for (const std::string& raw : names) {
+    const std::string name(trim(raw));
+    if (name.empty()) continue;
+    const auto f = parse_format(name);
+    if (!f) {
+      throw UsageError("--report: unknown format \"" + name +
+                       "\" (known: " + join(format_names(), ", ") + ")");
+    }
+    if (std::find(out.begin(), out.end(), *f) == out.end()) out.push_back(*f);
+  }
+  return out;
+}
+
+// RUN.h5 -> RUN.json, RUN.junit.xml, RUN.prom, RUN.txt.
+std::filesystem::path report_path(const std::filesystem::path& out, ReportFormat f) {
+  std::filesystem::path p = out;
+  p.replace_extension();
+  p += std::string(format_suffix(f));
+  return p;
+}
+
+int report_from_file(const Context& ctx, const std::filesystem::path& out,
+                     const std::vector<ReportFormat>& reports) {
   if (!ctx.is_root()) return 0;
   const RunFile file = RunFile::open(out);
   const RunAnalysis analysis = analyze_stored(file);
   std::cout << format_summary(file, analysis, /*detail=*/false) << std::flush;
-  return static_cast<int>(analysis.verdict.code);
+  int code = static_cast<int>(analysis.verdict.code);
+  // The run file is complete and named: a report that cannot be written is said and makes the
+  // exit code 3, but takes nothing from the run.
+  for (ReportFormat f : reports) {
+    const std::string path = report_path(out, f).string();
+    try {
+      write_report_file(path, format_report(f, file, analysis, /*detail=*/false));
+      std::fprintf(stderr, "shakedown: wrote the %s report %s\n",
+                   std::string(format_name(f)).c_str(), path.c_str());
+    } catch (const Error& e) {
+      report_error(e);
+      code = std::max(code, static_cast<int>(ExitCode::kRuntime));
+    }
+  }
+  return code;
 }
 
 }  // namespace
@@ -208,6 +248,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
 
     // Set-up: each step runs on every rank's own data and fails the same way everywhere.
     const Config config = agreed(MPI_COMM_WORLD, [&] { return effective_config(options); });
+    const std::vector<ReportFormat> reports =
+        agreed(MPI_COMM_WORLD, [&] { return parse_reports(options.reports); });
     const FaultPlan faults = agreed(MPI_COMM_WORLD, [&] {
       std::vector<FaultSpec> list;
       for (const auto& spec : options.injects) list.push_back(parse_fault(spec));
@@ -236,7 +278,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     run_guarded(ctx, *watchdog, [&] {
       run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
       watchdog->step("summary");
-      code = report_from_file(ctx, out);
+      code = report_from_file(ctx, out, reports);
     });
     SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
     watchdog->stop();

@@ -1,12 +1,14 @@
-// `shakedown summary RUN.h5`: what the run printed at its end, from the file alone (no MPI).
+// `shakedown summary RUN.h5`: what the run printed at its end, from the file alone (no MPI), or
+// the same verdict as JSON, JUnit XML or a Prometheus textfile.
 #include <chrono>
 #include <iostream>
 
-#include "analysis/reporters/summary_text.hpp"
+#include "analysis/reporters/formats.hpp"
 #include "analysis/verdict.hpp"
 #include "app/app.hpp"
 #include "core/dynamic_library.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace shakedown {
 
@@ -18,12 +20,12 @@ std::string encode(int code, bool ok, const std::string& text, const std::string
   return std::to_string(code) + (ok ? " ok\n" : " error\n") + text + '\0' + detail;
 }
 
-std::string read_summary(const std::string& path, bool detail, bool recompute) {
+std::string read_summary(const SummaryOptions& o, ReportFormat format) {
   try {
-    const RunFile file = RunFile::open(path);
-    const RunAnalysis analysis = recompute ? analyze(file) : analyze_stored(file);
+    const RunFile file = RunFile::open(o.path);
+    const RunAnalysis analysis = o.recompute ? analyze(file) : analyze_stored(file);
     return encode(static_cast<int>(analysis.verdict.code), true,
-                  format_summary(file, analysis, detail));
+                  format_report(format, file, analysis, o.detail));
   } catch (const Error& e) {
     return encode(static_cast<int>(e.code()), false, e.what(), e.detail());
   } catch (const std::exception& e) {
@@ -34,13 +36,19 @@ std::string read_summary(const std::string& path, bool detail, bool recompute) {
 
 }  // namespace
 
-int summary_command(const std::string& path, bool detail, bool recompute) {
+int summary_command(const SummaryOptions& options) {
+  const std::string& path = options.path;
+  const auto format = parse_format(options.format);
+  if (!format) {
+    throw UsageError("--format: unknown format \"" + options.format +
+                     "\" (known: " + join(format_names(), ", ") + ")");
+  }
   // A damaged file (truncated, overwritten, corrupted in transfer) can crash HDF5 1.10 itself
   // while it reads (found by fuzzing mutated run files: a corrupt string heap makes it copy
   // past its buffers) or make it loop forever. The file is read in a child process, so either
   // becomes an error message (a hang after 5 minutes: large files read in seconds).
-  const ChildProbe probe = probe_in_child([&] { return read_summary(path, detail, recompute); },
-                                          std::chrono::minutes(5));
+  const ChildProbe probe =
+      probe_in_child([&] { return read_summary(options, *format); }, std::chrono::minutes(5));
   if (!probe.ok) {
     throw UsageError("cannot read '" + path + "': HDF5 " + probe.text +
                      " while reading it; the file is damaged (truncated, overwritten or "
@@ -56,7 +64,11 @@ int summary_command(const std::string& path, bool detail, bool recompute) {
   const bool ok = answer.compare(newline - 2, 2, "ok") == 0;
   const std::string text = answer.substr(newline + 1, nul - newline - 1);
   if (!ok) throw Error(static_cast<ExitCode>(code), text, answer.substr(nul + 1));
-  std::cout << text << std::flush;
+  if (options.out.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    write_report_file(options.out, text);
+  }
   return code;
 }
 

@@ -139,6 +139,9 @@ struct ChecksConfig {
   std::string platform = "auto";     // "", "auto" or a name from configs/platforms/
   double straggler_z = 3.5;          // robust z-score threshold
   double straggler_slowdown = 0.10;  // and at least this much slower than the median
+  // the least slowdown named when ranks share cores (one that shares with a busier neighbour is
+  // up to ~20% slower with nothing wrong)
+  double straggler_slowdown_shared = 0.25;
   double min_busbw_fraction = 0.8;   // of the platform's expected busbw
   double min_tflops_fraction = 0.8;  // of the platform's expected GEMM TFLOP/s
 

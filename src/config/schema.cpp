@@ -502,6 +502,8 @@ SectionSpec checks_section() {
       {field("platform", section, &S::platform, PlatformRule{}),
        field("straggler_z", section, &S::straggler_z, RealRule{0, true, 1000, false}),
        field("straggler_slowdown", section, &S::straggler_slowdown, RealRule{0, true, 100, false}),
+       field("straggler_slowdown_shared", section, &S::straggler_slowdown_shared,
+             RealRule{0, true, 100, false}),
        field("min_busbw_fraction", section, &S::min_busbw_fraction, kFraction),
        field("min_tflops_fraction", section, &S::min_tflops_fraction, kFraction)}};
 }

@@ -14,6 +14,10 @@ std::string join_choices(const std::vector<std::string_view>& choices);
 // single quotes ('it'\''s'). For recording a command line that can be pasted and run again.
 std::string shell_quote(std::string_view word);
 
+// `text` with every byte that is not part of a well-formed UTF-8 sequence replaced by '?' (a
+// damaged file's strings, a host's odd name), for formats that must be UTF-8 (XML, Prometheus).
+std::string valid_utf8(std::string_view text);
+
 // Items joined with `separator`.
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 

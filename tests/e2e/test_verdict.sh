@@ -7,10 +7,13 @@ source "$(dirname "$0")/lib.sh"
 # ---- the smoke run: one screen, counts in the verdict, /analysis stored ----------------------
 out="$TMP/smoke.h5"
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --config "$SHAKEDOWN_SOURCE_DIR/configs/smoke.yaml" \
-  --virtual-nodes 2 --out "$out" >"$TMP/smoke" 2>&1
+  --virtual-nodes 2 --out "$out" --report json,junit,prometheus >"$TMP/smoke" 2>"$TMP/smoke.err"
 rc=$?
-cat "$TMP/smoke"
+cat "$TMP/smoke" "$TMP/smoke.err"
 expect_rc 0 $rc "smoke run"
+# Its reports: JSON valid against the schema, JUnit and Prometheus parsed, all agreeing.
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_reports.py" "${out%.h5}" 0 \
+  --schema "$SHAKEDOWN_SOURCE_DIR/docs/report-schema.json" || fail "the smoke run's reports"
 lines=$(wc -l <"$TMP/smoke")
 ((lines <= 60)) || fail "the smoke run printed $lines lines (at most 60)"
 expect_in "$TMP/smoke" "^verdict: PASS.*; tested [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"

@@ -1,6 +1,7 @@
 // RunFile on mutated copies of real run files (seeds: files the real RunWriter wrote): what
-// `shakedown summary` does - open, read every part, compute the verdict, format it - must end
-// in the summary or a UsageError/RuntimeFault naming the file, never a crash in shakedown.
+// `shakedown summary` does - open, read every part, compute the verdict, format it as text, JSON,
+// JUnit and Prometheus - must end in the summary or a UsageError/RuntimeFault naming the file,
+// never a crash in shakedown.
 //
 // HDF5 1.10 itself crashes on some damaged files (a corrupt string heap: it copies past its
 // buffers) and hangs on others. That is not ours to fix; `shakedown summary` reads in a child
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <string>
 
+#include "analysis/reporters/formats.hpp"
 #include "analysis/reporters/summary_text.hpp"
 #include "analysis/verdict.hpp"
 #include "fuzz_common.hpp"
@@ -35,9 +37,13 @@ void read_like_summary(const std::filesystem::path& path) {
   using namespace shakedown;
   fuzz::expect_clean([&] {
     const RunFile file = RunFile::open(path);
-    // As `summary` and `summary --detail --recompute` read it.
-    (void)format_summary(file, analyze_stored(file), /*detail=*/false);
+    // As `summary`, `summary --detail --recompute` and `summary --format F` read it.
+    const RunAnalysis stored = analyze_stored(file);
+    (void)format_summary(file, stored, /*detail=*/false);
     (void)format_summary(file, analyze(file), /*detail=*/true);
+    for (ReportFormat f : {ReportFormat::kJson, ReportFormat::kJunit, ReportFormat::kPrometheus}) {
+      (void)format_report(f, file, stored, /*detail=*/false);
+    }
   });
 }
 

@@ -57,3 +57,16 @@ TEST(Strings, ShellQuoteOnlyWhatNeedsIt) {
 
 }  // namespace
 }  // namespace shakedown
+
+TEST(Strings, ValidUtf8KeepsWellFormedTextAndReplacesTheRest) {
+  using shakedown::valid_utf8;
+  EXPECT_EQ(valid_utf8("gpu-14 node"), "gpu-14 node");
+  EXPECT_EQ(valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x94\xA5"),
+            "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x94\xA5");
+  EXPECT_EQ(valid_utf8("a\xFFz"), "a?z");                                 // never a UTF-8 byte
+  EXPECT_EQ(valid_utf8("a\xC3"), "a?");                                   // truncated at the end
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), "??");                                // overlong '/'
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), "???");                           // a surrogate
+  EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), "????");                      // above U+10FFFF
+  EXPECT_EQ(valid_utf8(std::string("n\0l", 3)), std::string("n\0l", 3));  // NUL is UTF-8
+}

@@ -1,0 +1,230 @@
+// The JSON report (docs/report-schema.json describes every field; bump kReportVersion when a
+// field changes meaning or goes away; adding one is compatible).
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/reporters/formats.hpp"
+#include "analysis/reporters/text.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// NaN and infinities are null (nlohmann writes them so); integers stay integers.
+Json number(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+Json index_or_null(int v) {
+  return v >= 0 ? Json(v) : Json(nullptr);
+}
+Json text_or_null(const std::string& s) {
+  return s.empty() ? Json(nullptr) : Json(s);
+}
+
+// "collectives.wrong_data" -> "collectives".
+std::string phase_of(const std::string& check) {
+  return check.substr(0, check.find('.'));
+}
+
+Json run_json(const RunFile& file, const RunAnalysis& a) {
+  const RunMeta& m = a.facts.meta;
+  Json run;
+  run["file"] = file.path().string();
+  run["shakedown_version"] = m.shakedown_version;
+  run["schema_version"] = m.schema_version;
+  run["status"] = m.status;
+  run["started_utc"] = m.started_utc;
+  run["finished_utc"] = text_or_null(m.finished_utc);
+  run["command_line"] = m.command_line;
+  run["world_size"] = m.world_size;
+  run["node_count"] = m.node_count;
+  run["virtual_nodes"] = m.virtual_nodes;
+  run["backend"] = m.backend;
+  run["phases"] = a.facts.config.phases;
+  run["oversubscribed"] = a.facts.oversubscribed;
+  run["sanitizers"] = text_or_null(a.facts.sanitizers);
+  run["platform"] = a.facts.platform ? Json(a.facts.platform->name) : Json(nullptr);
+  run["platform_choice"] = a.facts.platform_choice;
+  return run;
+}
+
+Json topology_json(const RunFacts& facts) {
+  Json ranks = Json::array(), nodes = Json::object();  // in the order nodes appear
+  for (const RankInfo& r : facts.ranks) {
+    Json j;
+    j["rank"] = r.rank;
+    j["node"] = r.node_index;
+    j["local_rank"] = r.local_rank;
+    j["host"] = r.hostname;
+    j["cpus"] = r.cpus;
+    j["numa"] = r.numa;
+    j["gpu"] = r.gpu_index >= 0 ? Json(r.gpu.name) : Json(nullptr);
+    j["gpu_pci_bus_id"] = text_or_null(r.gpu.pci_bus_id);
+    j["nic"] = text_or_null(r.nic);
+    ranks.push_back(std::move(j));
+    Json& n = nodes[std::to_string(r.node_index)];
+    if (n.empty()) n = {{"node", r.node_index}, {"host", r.hostname}, {"ranks", Json::array()}};
+    n["ranks"].push_back(r.rank);
+  }
+  Json node_list = Json::array();
+  for (auto& [key, n] : nodes.items()) node_list.push_back(std::move(n));
+  Json t;
+  t["ranks"] = std::move(ranks);
+  t["nodes"] = std::move(node_list);
+  return t;
+}
+
+Json finding_json(const Finding& f) {
+  Json j;
+  j["check"] = f.check;
+  j["phase"] = phase_of(f.check);
+  j["status"] = to_string(f.status);
+  j["subject_kind"] = f.subject_kind;
+  j["subject"] = f.subject;
+  j["value"] = number(f.value);
+  j["expected"] = number(f.expected);
+  j["unit"] = text_or_null(f.unit);
+  j["evidence"] = text_or_null(f.evidence);
+  j["message"] = f.message;
+  j["host"] = text_or_null(f.host);
+  j["node"] = index_or_null(f.node);
+  j["rank"] = index_or_null(f.rank);
+  j["corruption"] = f.corruption != 0;
+  return j;
+}
+
+Json collectives_json(const RunFile& file, const RunAnalysis& a) {
+  const CollectivesData& d = a.collectives;
+  if (!d.ran) return nullptr;
+  Json sweeps = Json::array();
+  for (const SweepData& s : d.sweeps) {
+    Json j;
+    j["scope"] = s.scope;
+    j["op"] = s.op;
+    j["dtype"] = s.leaf;
+    j["mode"] = s.mode;
+    j["nranks"] = s.nranks;
+    j["unsupported"] = text_or_null(s.unsupported);
+    j["busbw_factor"] = number(s.busbw_factor);
+    Json sizes = Json::array();
+    std::int64_t wrong_total = 0;
+    for (std::size_t i = 0; i < s.sizes.size(); ++i) {
+      Json z;
+      z["bytes"] = s.sizes[i];
+      z["measured"] = s.skipped[i] == schema::kCollMeasured;
+      z["skipped"] = s.skipped[i] == schema::kCollMeasured   ? Json(nullptr)
+                     : s.skipped[i] == schema::kCollTooSmall ? Json("too_small")
+                     : s.skipped[i] == schema::kCollOutOfMemory
+                         ? Json("out_of_memory")
+                         : Json("code " + std::to_string(s.skipped[i]));
+      z["time_median_us"] = number(s.time_med_us[i]);
+      z["time_p95_us"] = number(s.time_p95_us[i]);
+      z["algbw_GBps"] = number(s.algbw[i]);
+      z["busbw_GBps"] = number(s.busbw[i]);
+      std::int64_t wrong = 0;
+      for (std::size_t r = 0; r < s.world; ++r) wrong += s.wrong[i * s.world + r];
+      wrong_total += wrong;
+      z["wrong_elements"] = wrong;
+      sizes.push_back(std::move(z));
+    }
+    j["sizes"] = std::move(sizes);
+    j["wrong_elements"] = wrong_total;
+    // Each node's own busbw at the largest size, where the scope is one node.
+    Json nodes = Json::array();
+    if (s.scope == schema::kScopeIntraNode && s.largest() >= 0) {
+      const auto big = static_cast<std::size_t>(s.largest());
+      for (const auto& [node, bw] : node_busbw(file, s, big, a.facts.ranks)) {
+        Json n;
+        n["node"] = node;
+        n["host"] = a.facts.host_of_node(node);
+        n["bytes"] = s.sizes[big];
+        n["busbw_GBps"] = number(bw);
+        nodes.push_back(std::move(n));
+      }
+    }
+    j["nodes"] = std::move(nodes);
+    sweeps.push_back(std::move(j));
+  }
+  Json c;
+  c["backend"] = d.backend;
+  c["wrong_elements"] = d.wrong_total;
+  c["sweeps"] = std::move(sweeps);
+  Json skipped = Json::array();
+  for (const auto& [scope, why] : d.skipped_scopes)
+    skipped.push_back({{"scope", scope}, {"reason", why}});
+  c["skipped_scopes"] = std::move(skipped);
+  c["unreadable"] = d.unreadable;
+  return c;
+}
+
+Json gemm_json(const GemmFindings& g) {
+  if (!g.ran) return nullptr;
+  Json shapes = Json::array();
+  for (const GemmShapeRow& row : g.rows) {
+    Json j;
+    j["name"] = row.name;
+    j["formats"] = row.formats;
+    j["out_dtype"] = row.out_dtype;
+    j["measured"] = row.measured;
+    j["skip_reason"] = row.measured ? Json(nullptr) : Json(row.skip_reason);
+    j["tflops_min"] = row.measured ? number(row.min_tflops) : Json(nullptr);
+    j["tflops_median"] = row.measured ? number(row.median_tflops) : Json(nullptr);
+    j["tflops_max"] = row.measured ? number(row.max_tflops) : Json(nullptr);
+    Json per_rank = Json::array();
+    for (double v : row.rank_tflops) per_rank.push_back(number(v));
+    j["rank_tflops"] = std::move(per_rank);
+    j["slowest_rank"] = index_or_null(row.slowest_rank);
+    j["max_rel_err"] = row.measured ? number(row.err) : Json(nullptr);
+    j["max_err_over_bound"] = row.measured ? number(row.bound) : Json(nullptr);
+    j["hashes"] = row.measured ? Json(row.hashes) : Json(nullptr);
+    shapes.push_back(std::move(j));
+  }
+  Json out;
+  out["engine"] = g.engine;
+  out["shapes"] = std::move(shapes);
+  out["notes"] = g.notes;
+  return out;
+}
+
+}  // namespace
+
+std::string format_json(const RunFile& file, const RunAnalysis& a) {
+  const Verdict& v = a.verdict;
+  Json report;
+  report["report"] = "shakedown";
+  report["report_version"] = kReportVersion;
+  report["run"] = run_json(file, a);
+  Json verdict;
+  verdict["status"] = verdict_status(v);
+  verdict["exit_code"] = static_cast<int>(v.code);
+  verdict["headline"] = v.headline;
+  verdict["tested"] = v.tested;
+  verdict["stored"] = v.stored;
+  verdict["checks"] = {
+      {"passed", v.passed}, {"warned", v.warned}, {"failed", v.failed}, {"skipped", v.skipped}};
+  report["verdict"] = std::move(verdict);
+  report["topology"] = topology_json(a.facts);
+  Json checks = Json::array();
+  for (const CheckGroup& g : group_checks(v.findings)) {
+    for (const Finding* f : g.findings) checks.push_back(finding_json(*f));
+  }
+  report["checks"] = std::move(checks);
+  report["collectives"] = collectives_json(file, a);
+  report["gemm"] = gemm_json(a.gemm);
+  Json drain = Json::array();
+  for (const DrainEntry& e : drain_list(v.findings)) {
+    drain.push_back({{"host", e.host},
+                     {"nodes", e.nodes},
+                     {"reason", e.reason},
+                     {"command", scontrol_drain(e)}});
+  }
+  report["drain"] = std::move(drain);
+  // Strings from a damaged file (or a host's odd name) may not be UTF-8: replaced, not thrown.
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace shakedown

@@ -1,0 +1,162 @@
+// JUnit XML: one testcase per finding (classname = the check's phase, name = check and subject),
+// so a CI system shows each failed check, rank or link as a failed test. WARN findings pass and
+// say so in system-out and a property; SKIP findings are skipped; an aborted or incomplete run
+// adds an error testcase "run.status".
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "analysis/reporters/formats.hpp"
+#include "core/strings.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// Text for an attribute or element: UTF-8 (invalid bytes as '?'), the five XML escapes, and
+// control characters (not allowed in XML 1.0) as '?'.
+std::string xml(const std::string& raw) {
+  const std::string s = valid_utf8(raw);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out +=
+            (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') ? '?' : c;
+    }
+  }
+  return out;
+}
+
+struct Suite {
+  std::vector<const Finding*> cases;
+  int failures = 0, skipped = 0;
+};
+
+std::string details(const Finding& f) {
+  std::string d = f.message;
+  if (!f.evidence.empty()) d += "\nevidence: " + f.evidence;
+  if (std::isfinite(f.value)) {
+    d += "\nvalue: " + std::to_string(f.value) + (f.unit.empty() ? "" : " " + f.unit);
+  }
+  if (std::isfinite(f.expected)) {
+    d += "\nexpected: " + std::to_string(f.expected) + (f.unit.empty() ? "" : " " + f.unit);
+  }
+  if (!f.host.empty()) d += "\nhost: " + f.host;
+  return d;
+}
+
+// The check, and its subject where it is one rank, node, scope or shape.
+std::string case_name(const Finding& f) {
+  const bool whole = f.subject.empty() || f.subject_kind == "run" || f.subject_kind == "phase";
+  return whole ? f.check : f.check + " " + f.subject;
+}
+
+}  // namespace
+
+std::string format_junit(const RunFile& file, const RunAnalysis& a) {
+  const Verdict& v = a.verdict;
+  std::vector<std::string> order;
+  std::map<std::string, Suite> suites;
+  for (const Finding& f : v.findings) {
+    const std::string phase = f.check.substr(0, f.check.find('.'));
+    if (!suites.contains(phase)) order.push_back(phase);
+    Suite& s = suites[phase];
+    s.cases.push_back(&f);
+    s.failures += f.status == CheckStatus::kFail ? 1 : 0;
+    s.skipped += f.status == CheckStatus::kSkip ? 1 : 0;
+  }
+  const std::string status = verdict_status(v);
+  const bool ended_badly = status == "aborted" || status == "incomplete" || status == "error";
+  int tests = ended_badly ? 1 : 0, failures = 0, skipped = 0;
+  for (const auto& [name, s] : suites) {
+    tests += static_cast<int>(s.cases.size());
+    failures += s.failures;
+    skipped += s.skipped;
+  }
+  std::string stamp = a.facts.meta.started_utc;
+  if (stamp.ends_with("Z")) stamp.pop_back();  // JUnit's timestamp has no zone (it is UTC here)
+
+  std::ostringstream os;
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites name=\"shakedown\" tests=\"" << tests << "\" failures=\"" << failures
+     << "\" errors=\"" << (ended_badly ? 1 : 0) << "\" skipped=\"" << skipped << "\">\n";
+  auto properties = [&] {
+    os << "    <properties>\n";
+    const std::pair<const char*, std::string> props[] = {
+        {"file", file.path().string()},
+        {"shakedown_version", a.facts.meta.shakedown_version},
+        {"verdict", status},
+        {"exit_code", std::to_string(static_cast<int>(v.code))},
+        {"headline", v.headline},
+        {"tested", v.tested},
+        {"ranks", std::to_string(a.facts.meta.world_size)},
+        {"nodes", std::to_string(a.facts.meta.node_count)},
+        {"platform", a.facts.platform ? a.facts.platform->name : "none"}};
+    for (const auto& [k, val] : props) {
+      os << "      <property name=\"" << k << "\" value=\"" << xml(val) << "\"/>\n";
+    }
+    os << "    </properties>\n";
+  };
+  if (ended_badly) {
+    os << "  <testsuite name=\"run\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" "
+          "timestamp=\""
+       << xml(stamp) << "\">\n";
+    properties();
+    os << "    <testcase classname=\"run\" name=\"run.status\">\n      <error message=\""
+       << xml(v.headline) << "\" type=\"" << status << "\">" << xml(v.headline)
+       << "</error>\n    </testcase>\n  </testsuite>\n";
+  }
+  bool first = !ended_badly;
+  for (const std::string& phase : order) {
+    const Suite& s = suites[phase];
+    os << "  <testsuite name=\"" << xml(phase) << "\" tests=\"" << s.cases.size()
+       << "\" failures=\"" << s.failures << "\" errors=\"0\" skipped=\"" << s.skipped
+       << "\" timestamp=\"" << xml(stamp) << "\">\n";
+    if (first) properties();
+    first = false;
+    for (const Finding* f : s.cases) {
+      os << "    <testcase classname=\"" << xml(phase) << "\" name=\"" << xml(case_name(*f))
+         << "\"";
+      switch (f->status) {
+        case CheckStatus::kPass:
+          os << "/>\n";
+          break;
+        case CheckStatus::kWarn:
+          os << ">\n      <properties><property name=\"status\" value=\"warn\"/></properties>\n"
+             << "      <system-out>WARN: " << xml(details(*f))
+             << "</system-out>\n    </testcase>\n";
+          break;
+        case CheckStatus::kFail:
+          os << ">\n      <failure message=\"" << xml(f->message) << "\" type=\""
+             << (f->corruption != 0 ? "corruption" : "fail") << "\">" << xml(details(*f))
+             << "</failure>\n    </testcase>\n";
+          break;
+        case CheckStatus::kSkip:
+          os << ">\n      <skipped message=\"" << xml(f->message) << "\"/>\n    </testcase>\n";
+          break;
+      }
+    }
+    os << "  </testsuite>\n";
+  }
+  os << "</testsuites>\n";
+  return os.str();
+}
+
+}  // namespace shakedown

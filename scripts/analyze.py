@@ -5,7 +5,9 @@ the gemm phase per rank, and every dataset.
 Usage:
     scripts/analyze.py RUN.h5            (a finished run, or RUN.h5.partial of a running/dead one)
 
-The file is plain HDF5 (schema in src/record/schema.hpp); load the tables yourself like this:
+The file is plain HDF5. Its layout (every dataset's path, type, dimensions, unit and meaning) is
+scripts/schema.json next to this script, generated from src/record/schema.hpp; docs/schema.md
+is the same as a table. Load the tables yourself like this:
 
     import h5py, pandas as pd
     with h5py.File("run.h5", "r") as f:
@@ -46,6 +48,34 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
              f"{exc.name}: it needs h5py and pandas. On Debian/Ubuntu install python3-h5py and "
              f"python3-pandas (scripts/install-deps.sh does) and run it with {SYSTEM_PYTHON}: "
              f"{SYSTEM_PYTHON} {sys.argv[0]} RUN.h5; or pip install h5py pandas for this Python")
+
+
+SCHEMA_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")
+
+
+def load_schema():
+    """The descriptors of scripts/schema.json: path template -> descriptor, and a matcher."""
+    import json
+    import re
+    with open(SCHEMA_JSON) as f:
+        schema = json.load(f)
+    for d in schema["datasets"]:
+        d["regex"] = re.compile("^" + re.sub(r"<[a-z]+>", "[^/]+", re.escape(d["path"])) + "$")
+    return schema
+
+
+SCHEMA = load_schema()
+
+
+def spec(path):
+    """The descriptor of the dataset at `path` (a template filled in), or None."""
+    return next((d for d in SCHEMA["datasets"] if d["regex"].match(path)), None)
+
+
+def template(path):
+    """The descriptor path `path` names exactly ("/clock/offset_us")."""
+    d = next(d for d in SCHEMA["datasets"] if d["path"] == path)
+    return d["path"]
 
 
 def text(value):
@@ -104,11 +134,11 @@ def main(argv):
         pd.set_option("display.max_rows", 200)
 
         section("ranks (/topology/ranks)")
-        ranks = table(f, "/topology/ranks")
+        ranks = table(f, template("/topology/ranks"))
         print("not written" if ranks is None else ranks.to_string(index=False))
 
         section("placement checks (/topology/placement_checks)")
-        checks = table(f, "/topology/placement_checks")
+        checks = table(f, template("/topology/placement_checks"))
         if checks is None:
             print("not written")
         elif checks.empty:
@@ -117,10 +147,11 @@ def main(argv):
             print(checks.to_string(index=False))
 
         section("clock (/clock)")
-        if "/clock/offset_us" in f:
-            clock = pd.DataFrame({"offset_us": f["/clock/offset_us"][()]})
-            if "/clock/rtt_us" in f:
-                clock["rtt_us"] = f["/clock/rtt_us"][()]
+        offset, rtt = template("/clock/offset_us"), template("/clock/rtt_us")
+        if offset in f:
+            clock = pd.DataFrame({"offset_us": f[offset][()]})
+            if rtt in f:
+                clock["rtt_us"] = f[rtt][()]
             clock.index.name = "rank"
             print(clock.to_string())
         else:
@@ -146,7 +177,7 @@ def main(argv):
                       f"{text(g.attrs['out_dtype'])}, engine {text(g.attrs['engine'])})")
                 print(per_rank.to_string())
 
-        section("datasets")
+        section("datasets (unit and meaning from scripts/schema.json)")
         list_datasets(f)
     return 0
 
@@ -170,7 +201,10 @@ def list_datasets(group):
         if isinstance(obj, h5py.Group):
             list_datasets(obj)
         else:
-            print(f"{path} {obj.shape} {obj.dtype}")
+            d = spec(path)
+            about = f"[{d['unit']}] {d['doc']}" if d and d["unit"] else (d["doc"] if d else
+                                                                        "(no descriptor)")
+            print(f"{path} {obj.shape} {obj.dtype}  {about}")
 
 
 if __name__ == "__main__":

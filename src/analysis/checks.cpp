@@ -310,11 +310,10 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     std::vector<StragglerCase> cases;
     for (const SweepData& s : data.sweeps) {
       if (s.scope != schema::kScopeWorld || s.mode != "out_of_place") continue;
-      const std::string arrival_path = schema::join(s.path, schema::kCollArrivalUs);
-      if (s.measured() == 0 || !file.has(arrival_path)) continue;
+      if (s.measured() == 0 || !file.has(s.path, schema::coll::kArrivalUs)) continue;
       std::vector<std::uint64_t> dims;
-      const std::vector<double> arrival = file.read_doubles(arrival_path, &dims);
-      const std::vector<double> time = file.read_doubles(schema::join(s.path, schema::kCollTimeUs));
+      const std::vector<double> arrival = file.read(s.path, schema::coll::kArrivalUs, &dims);
+      const std::vector<double> time = file.read(s.path, schema::coll::kTimeUs);
       if (dims.size() != 3 || time.size() != arrival.size()) continue;
       const std::size_t iters = dims[1], world = dims[2];
       for (std::size_t z = 0; z < s.sizes.size() && z < dims[0]; ++z) {
@@ -338,8 +337,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
         if (c.scale > 0) cases.push_back(std::move(c));
       }
     }
-    const StragglerLimits limits{facts.straggler_slowdown(),
-                                 facts.config.checks.straggler_z, 0.01};
+    const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
     const std::size_t before_late = out.size();
     std::vector<StragglerEvidence> late = find_stragglers(cases, limits);
     // A late rank is a straggler only when it is one of few: when a quarter of the ranks or more
@@ -578,17 +576,16 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
               sweep_name(s) + " " + general_text(got, 3) + " GB/s at " + format_size(bytes);
         }
         if (!(ratio >= fraction)) {
-          Finding f = measured_finding("collectives.expected_busbw",
-                                       below_expected(facts, ratio, fraction), "scope",
-                                       sweep_name(s), got, *want, "GB/s");
+          Finding f =
+              measured_finding("collectives.expected_busbw", below_expected(facts, ratio, fraction),
+                               "scope", sweep_name(s), got, *want, "GB/s");
           f.evidence = "median of " + std::to_string(facts.config.collectives.iters) +
                        " iterations at " + format_size(bytes);
-          f.message = sweep_name(s) + " busbw " + general_text(got, 3) + " GB/s at " +
-                      format_size(bytes) + " is " + general_text(100 * ratio, 2) + "% of " +
-                      p.name + "'s " + general_text(*want, 4) +
-                      " GB/s (pass: " + fixed_text(100 * fraction, 0) +
-                      "%, checks.min_busbw_fraction" + shared_cores_note(facts, ratio, fraction) +
-                      ")";
+          f.message =
+              sweep_name(s) + " busbw " + general_text(got, 3) + " GB/s at " + format_size(bytes) +
+              " is " + general_text(100 * ratio, 2) + "% of " + p.name + "'s " +
+              general_text(*want, 4) + " GB/s (pass: " + fixed_text(100 * fraction, 0) +
+              "%, checks.min_busbw_fraction" + shared_cores_note(facts, ratio, fraction) + ")";
           bw_bad.push_back(f);
         }
       }

@@ -23,23 +23,28 @@ SweepData read_sweep(const RunFile& f, const std::string& path, const std::strin
   d.op = op;
   d.leaf = leaf;
   d.mode = mode;
-  d.unsupported = attr_or(f, path, "unsupported");
-  if (f.has_attr(path, "nranks")) d.nranks = static_cast<int>(f.attr_int64(path, "nranks"));
-  if (f.has_attr(path, "busbw_factor")) d.busbw_factor = f.attr_double(path, "busbw_factor");
-  if (f.has_attr(path, "link_GBps")) d.link_GBps = f.attr_double(path, "link_GBps");
-  if (!d.unsupported.empty() || !f.has(s::join(path, s::kCollSizes))) return d;
-  d.sizes = f.read_uint64(s::join(path, s::kCollSizes));
-  d.skipped = f.read_int64(s::join(path, s::kCollSkipped));
-  d.time_med_us = f.read_doubles(s::join(path, s::kCollTimeMedUs));
-  d.time_p95_us = f.read_doubles(s::join(path, s::kCollTimeP95Us));
-  d.algbw = f.read_doubles(s::join(path, s::kCollAlgbwGBps));
-  d.busbw = f.read_doubles(s::join(path, s::kCollBusbwGBps));
-  std::vector<std::uint64_t> dims;
-  d.wrong = f.read_int64(s::join(path, s::kCollWrong), &dims);
-  d.world = dims.size() == 2 ? dims[1] : 1;
-  if (f.has(s::join(path, s::kCollFirstWrong))) {
-    d.first_wrong = f.read_int64(s::join(path, s::kCollFirstWrong));
+  d.unsupported = attr_or(f, path, s::coll::kAttrUnsupported);
+  if (f.has_attr(path, s::coll::kAttrNranks)) {
+    d.nranks = static_cast<int>(f.attr_int64(path, s::coll::kAttrNranks));
   }
+  if (f.has_attr(path, s::coll::kAttrBusbwFactor)) {
+    d.busbw_factor = f.attr_double(path, s::coll::kAttrBusbwFactor);
+  }
+  if (f.has_attr(path, s::coll::kAttrLinkGBps)) {
+    d.link_GBps = f.attr_double(path, s::coll::kAttrLinkGBps);
+  }
+  if (!d.unsupported.empty() || !f.has(path, s::coll::kSizes)) return d;
+  d.sizes = f.read(path, s::coll::kSizes);
+  d.skipped = f.read(path, s::coll::kSkipped);
+  if (f.has(path, s::coll::kCount)) d.count = f.read(path, s::coll::kCount);
+  d.time_med_us = f.read(path, s::coll::kTimeMedUs);
+  d.time_p95_us = f.read(path, s::coll::kTimeP95Us);
+  d.algbw = f.read(path, s::coll::kAlgbwGBps);
+  d.busbw = f.read(path, s::coll::kBusbwGBps);
+  std::vector<std::uint64_t> dims;
+  d.wrong = f.read(path, s::coll::kWrong, &dims);
+  d.world = dims.size() == 2 ? dims[1] : 1;
+  if (f.has(path, s::coll::kFirstWrong)) d.first_wrong = f.read(path, s::coll::kFirstWrong);
   // A run that died between appends may leave the per-size datasets one row apart: keep the
   // sizes every dataset has.
   std::size_t n = d.sizes.size();
@@ -49,6 +54,7 @@ SweepData read_sweep(const RunFile& f, const std::string& path, const std::strin
     n = std::min(n, m);
   }
   d.sizes.resize(n);
+  if (!d.count.empty()) d.count.resize(n, 0);
   d.skipped.resize(n);
   d.time_med_us.resize(n);
   d.time_p95_us.resize(n);
@@ -85,9 +91,9 @@ CollectivesData read_collectives(const RunFile& f) {
   const std::string root = schema::kCollectivesGroup;
   if (!f.has(root)) return out;
   out.ran = true;
-  out.backend = attr_or(f, root, "backend");
-  if (f.has_attr(root, "wrong_total")) {
-    out.wrong_total = static_cast<std::uint64_t>(f.attr_int64(root, "wrong_total"));
+  out.backend = attr_or(f, root, schema::coll::kAttrBackend);
+  if (f.has_attr(root, schema::coll::kAttrWrongTotal)) {
+    out.wrong_total = static_cast<std::uint64_t>(f.attr_int64(root, schema::coll::kAttrWrongTotal));
   }
   // A run that died in the middle of a write (a full disk, a kill) can leave one object half
   // written: it is named as unreadable and everything else is read.
@@ -101,7 +107,7 @@ CollectivesData read_collectives(const RunFile& f) {
   for (const auto& scope : f.children(root)) {
     const std::string sp = schema::join(root, scope);
     guarded(sp, [&] {
-      if (const std::string skip = attr_or(f, sp, "skipped"); !skip.empty()) {
+      if (const std::string skip = attr_or(f, sp, schema::coll::kAttrScopeSkipped); !skip.empty()) {
         out.skipped_scopes.emplace_back(scope, skip);
         return;
       }
@@ -123,7 +129,7 @@ CollectivesData read_collectives(const RunFile& f) {
 std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters) {
   std::vector<std::uint64_t> dims;
-  std::vector<double> all = f.read_doubles(schema::join(sweep.path, schema::kCollTimeUs), &dims);
+  std::vector<double> all = f.read(sweep.path, schema::coll::kTimeUs, &dims);
   if (dims.size() != 3 || size >= dims[0]) {
     *iters = 0;
     return {};

@@ -25,6 +25,7 @@ struct SweepData {
   double link_GBps = 0;   // configured rate of the path, 0 unknown
   std::size_t world = 0;  // columns of the per-rank datasets
   std::vector<std::uint64_t> sizes;
+  std::vector<std::uint64_t> count;   // elements per rank (empty in files that lack it)
   std::vector<std::int64_t> skipped;  // schema::kColl* codes
   std::vector<double> time_med_us, time_p95_us, algbw, busbw;
   std::vector<std::int64_t> wrong;  // [S, world]

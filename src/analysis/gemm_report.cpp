@@ -67,18 +67,21 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   ShapeData s;
   s.name = name;
   const std::string path = schema::gemm_group(name);
-  s.a_format = f.attr_string(path, "a_format");
-  s.b_format = f.attr_string(path, "b_format");
-  s.out_dtype = f.attr_string(path, "out_dtype");
-  s.measured = f.attr_int64(path, "skipped") == 0;
-  if (f.has_attr(path, "flop")) s.flop = f.attr_double(path, "flop");
+  s.a_format = f.attr_string(path, schema::gemm::kAttrAFormat);
+  s.b_format = f.attr_string(path, schema::gemm::kAttrBFormat);
+  s.out_dtype = f.attr_string(path, schema::gemm::kAttrOutDtype);
+  s.measured = f.attr_int64(path, schema::gemm::kAttrSkipped) == 0;
+  if (f.has_attr(path, schema::gemm::kAttrFlop))
+    s.flop = f.attr_double(path, schema::gemm::kAttrFlop);
   if (!s.measured) {
-    s.skip_reason = f.has_attr(path, "skip_reason") ? f.attr_string(path, "skip_reason") : "";
+    s.skip_reason = f.has_attr(path, schema::gemm::kAttrSkipReason)
+                        ? f.attr_string(path, schema::gemm::kAttrSkipReason)
+                        : "";
     return s;
   }
   std::vector<std::uint64_t> dims;
-  const auto tflops = f.read_doubles(path + "/" + schema::kGemmTflops, &dims);
-  const auto time = f.read_doubles(path + "/" + schema::kGemmTimeUs);
+  const auto tflops = f.read(path, schema::gemm::kTflops, &dims);
+  const auto time = f.read(path, schema::gemm::kTimeUs);
   const std::size_t iters = dims.at(0), world = dims.at(1);
   s.time_us = time;
   s.iters = iters;
@@ -92,18 +95,21 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
     s.rank_tflops.push_back(median(mine));
     s.rank_time_us.push_back(median(mine_t));
   }
-  s.rel_err = f.read_doubles(path + "/" + schema::kGemmMaxRelErr);
-  s.ratio = f.read_doubles(path + "/" + schema::kGemmErrBoundRatio);
-  s.expected = f.read_doubles(path + "/" + schema::kGemmWorstExpected);
-  s.got = f.read_doubles(path + "/" + schema::kGemmWorstGot);
-  s.worst = f.read_int64(path + "/" + schema::kGemmWorstIndex);
-  s.rows = f.read_int64(path + "/" + schema::kGemmRowsChecked);
-  s.group = f.read_int64(path + "/" + schema::kGemmHashGroup);
-  s.hash = f.read_uint64(path + "/" + schema::kGemmOutputHash);
-  if (f.has_attr(path, "unchecked")) s.unchecked = f.attr_string(path, "unchecked");
-  const auto groups = f.attr_int64(path, "hash_groups");
+  s.rel_err = f.read(path, schema::gemm::kMaxRelErr);
+  s.ratio = f.read(path, schema::gemm::kErrBoundRatio);
+  s.expected = f.read(path, schema::gemm::kWorstExpected);
+  s.got = f.read(path, schema::gemm::kWorstGot);
+  s.worst = f.read(path, schema::gemm::kWorstIndex);
+  s.rows = f.read(path, schema::gemm::kRowsChecked);
+  s.group = f.read(path, schema::gemm::kHashGroup);
+  s.hash = f.read(path, schema::gemm::kOutputHash);
+  if (f.has_attr(path, schema::gemm::kAttrUnchecked)) {
+    s.unchecked = f.attr_string(path, schema::gemm::kAttrUnchecked);
+  }
+  const auto groups = f.attr_int64(path, schema::gemm::kAttrHashGroups);
   for (std::int64_t g = 0; g < groups; ++g) {
-    s.group_name.push_back(f.attr_string(path, "hash_group_" + std::to_string(g)));
+    s.group_name.push_back(
+        f.attr_string(path, schema::gemm::kAttrHashGroupPrefix + std::to_string(g)));
   }
   return s;
 }
@@ -115,7 +121,9 @@ std::vector<ShapeData> read_shapes(const RunFile& f, std::vector<std::string>& u
   for (const auto& name : f.children(schema::kGemmGroup)) {
     const std::string path = schema::gemm_group(name);
     try {
-      if (f.has_attr(path, "order")) names.emplace_back(f.attr_int64(path, "order"), name);
+      if (f.has_attr(path, schema::gemm::kAttrOrder)) {
+        names.emplace_back(f.attr_int64(path, schema::gemm::kAttrOrder), name);
+      }
     } catch (const Error& e) {
       unreadable.push_back("gemm " + name + ": unreadable: " + e.what());
     }

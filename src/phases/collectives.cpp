@@ -21,6 +21,7 @@
 #include "core/strings.hpp"
 #include "phases/gpu.hpp"
 #include "phases/phase.hpp"
+#include "record/gather.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
@@ -56,8 +57,7 @@ std::string group_path(const std::string& scope, const CollectiveInfo& info, DTy
                        ReduceOp op, bool in_place) {
   std::string leaf = std::string(dtype_name(dtype));
   if (info.reduces) leaf += "_" + std::string(reduce_op_name(op));
-  return std::string(schema::kCollectivesGroup) + "/" + scope + "/" + std::string(info.name) + "/" +
-         leaf + "/" + mode_name(in_place);
+  return schema::sweep_group(scope, info.name, leaf, mode_name(in_place));
 }
 
 std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& cfg, Backends& b) {
@@ -172,15 +172,16 @@ class Sweep {
   void write_header(std::size_t nsizes) {
     env_.recorder.write([&](RunWriter& w) {
       w.batch([&] {
-        w.set_attr(path_, "scope", scope_.name);
-        w.set_attr(path_, "collective", std::string(info_.name));
-        w.set_attr(path_, "dtype", std::string(dtype_name(dtype_)));
-        w.set_attr(path_, "reduce_op", info_.reduces ? std::string(reduce_op_name(op_)) : "");
-        w.set_attr(path_, "in_place", in_place_ ? 1 : 0);
-        w.set_attr(path_, "nranks", scope_.nranks);
-        w.set_attr(path_, "busbw_factor", info_.busbw_factor(scope_.nranks));
-        w.set_attr(path_, "link_GBps", scope_.link_GBps);
-        w.set_attr(path_, "planned_sizes", static_cast<std::int64_t>(nsizes));
+        w.set_attr(path_, schema::coll::kAttrScope, scope_.name);
+        w.set_attr(path_, schema::coll::kAttrCollective, std::string(info_.name));
+        w.set_attr(path_, schema::coll::kAttrDtype, std::string(dtype_name(dtype_)));
+        w.set_attr(path_, schema::coll::kAttrReduceOp,
+                   info_.reduces ? std::string(reduce_op_name(op_)) : "");
+        w.set_attr(path_, schema::coll::kAttrInPlace, in_place_ ? 1 : 0);
+        w.set_attr(path_, schema::coll::kAttrNranks, scope_.nranks);
+        w.set_attr(path_, schema::coll::kAttrBusbwFactor, info_.busbw_factor(scope_.nranks));
+        w.set_attr(path_, schema::coll::kAttrLinkGBps, scope_.link_GBps);
+        w.set_attr(path_, schema::coll::kAttrPlannedSizes, static_cast<std::int64_t>(nsizes));
       });
     });
   }
@@ -314,20 +315,10 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   const Context& ctx = env_.ctx;
   const int world = ctx.world_size();
   const auto iters = static_cast<int>(mine.time_us.size());
-  std::vector<double> times, arrivals, waits;
-  if (ctx.is_root()) {
-    // assign, not resize: GCC 12 at -O3 reports a false null dereference in resize's
-    // default-construction (-Wnull-dereference), and the Release build treats it as an error.
-    times.assign(static_cast<std::size_t>(world * iters), 0.0);
-    arrivals.assign(times.size(), 0.0);
-    waits.assign(times.size(), 0.0);
-  }
-  SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
-                          0, ctx.world()));
-  SD_MPI_CHECK(MPI_Gather(mine.arrival_us.data(), iters, MPI_DOUBLE, arrivals.data(), iters,
-                          MPI_DOUBLE, 0, ctx.world()));
-  SD_MPI_CHECK(MPI_Gather(mine.wait_us.data(), iters, MPI_DOUBLE, waits.data(), iters, MPI_DOUBLE,
-                          0, ctx.world()));
+  // Each [iters, world], as the file stores one size of [S, iters, world].
+  const std::vector<double> t = gather_rows<double>(ctx.world(), 0, mine.time_us);
+  const std::vector<double> a = gather_rows<double>(ctx.world(), 0, mine.arrival_us);
+  const std::vector<double> wt = gather_rows<double>(ctx.world(), 0, mine.wait_us);
   const double check[4] = {static_cast<double>(mine.check.wrong),
                            static_cast<double>(mine.check.first_wrong), mine.check.expected,
                            mine.check.got};
@@ -335,16 +326,6 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   SD_MPI_CHECK(MPI_Gather(check, 4, MPI_DOUBLE, checks.data(), 4, MPI_DOUBLE, 0, ctx.world()));
   if (!ctx.is_root()) return 0;
 
-  // Gathered rank-major; stored [iters, world] per size, as the file's [S, iters, world].
-  std::vector<double> t(times.size()), a(times.size()), wt(times.size());
-  for (int r = 0; r < world; ++r) {
-    for (int i = 0; i < iters; ++i) {
-      t[static_cast<std::size_t>(i * world + r)] = times[static_cast<std::size_t>(r * iters + i)];
-      a[static_cast<std::size_t>(i * world + r)] =
-          arrivals[static_cast<std::size_t>(r * iters + i)];
-      wt[static_cast<std::size_t>(i * world + r)] = waits[static_cast<std::size_t>(r * iters + i)];
-    }
-  }
   // An iteration lasts until its last rank is done; bandwidth from the median iteration.
   std::vector<double> duration(static_cast<std::size_t>(iters), kNaN);
   for (int i = 0; i < iters; ++i) {
@@ -385,22 +366,23 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
     w.batch([&] {
       const std::uint64_t w64 = static_cast<std::uint64_t>(world);
       const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
-      w.append_rows(path_ + "/sizes", std::span<const std::uint64_t>(&bytes, 1), {});
+      namespace c = schema::coll;
+      w.append_rows(path_, c::kSizes, std::span<const std::uint64_t>(&bytes, 1), {});
       const std::uint64_t unit = counts.unit;
-      w.append_rows(path_ + "/count", std::span<const std::uint64_t>(&unit, 1), {});
-      w.append_rows(path_ + "/skipped", std::span<const std::int64_t>(&skipped, 1), {});
-      w.append_rows(path_ + "/time_us", std::span<const double>(t), {i64, w64});
-      w.append_rows(path_ + "/arrival_us", std::span<const double>(a), {i64, w64});
-      w.append_rows(path_ + "/wait_us", std::span<const double>(wt), {i64, w64});
-      w.append_rows(path_ + "/wrong", std::span<const std::int64_t>(wrong), {w64});
-      w.append_rows(path_ + "/first_wrong", std::span<const std::int64_t>(first), {w64});
+      w.append_rows(path_, c::kCount, std::span<const std::uint64_t>(&unit, 1), {});
+      w.append_rows(path_, c::kSkipped, std::span<const std::int64_t>(&skipped, 1), {});
+      w.append_rows(path_, c::kTimeUs, t, {i64, w64});
+      w.append_rows(path_, c::kArrivalUs, a, {i64, w64});
+      w.append_rows(path_, c::kWaitUs, wt, {i64, w64});
+      w.append_rows(path_, c::kWrong, wrong, {w64});
+      w.append_rows(path_, c::kFirstWrong, first, {w64});
       const double stats[5] = {med, percentile(duration, 0.05), percentile(duration, 0.95), algbw,
                                busbw};
-      w.append_rows(path_ + "/time_med_us", std::span<const double>(&stats[0], 1), {});
-      w.append_rows(path_ + "/time_p5_us", std::span<const double>(&stats[1], 1), {});
-      w.append_rows(path_ + "/time_p95_us", std::span<const double>(&stats[2], 1), {});
-      w.append_rows(path_ + "/algbw_GBps", std::span<const double>(&stats[3], 1), {});
-      w.append_rows(path_ + "/busbw_GBps", std::span<const double>(&stats[4], 1), {});
+      w.append_rows(path_, c::kTimeMedUs, std::span<const double>(&stats[0], 1), {});
+      w.append_rows(path_, c::kTimeP5Us, std::span<const double>(&stats[1], 1), {});
+      w.append_rows(path_, c::kTimeP95Us, std::span<const double>(&stats[2], 1), {});
+      w.append_rows(path_, c::kAlgbwGBps, std::span<const double>(&stats[3], 1), {});
+      w.append_rows(path_, c::kBusbwGBps, std::span<const double>(&stats[4], 1), {});
     });
   });
 
@@ -521,7 +503,8 @@ void run_collectives(PhaseEnv& env) {
   for (const ScopeRun& scope : scopes) {
     if (scope.skip.empty()) continue;
     env.recorder.write([&](RunWriter& w) {
-      w.set_attr(std::string(schema::kCollectivesGroup) + "/" + scope.name, "skipped", scope.skip);
+      w.set_attr(schema::join(schema::kCollectivesGroup, scope.name),
+                 schema::coll::kAttrScopeSkipped, scope.skip);
     });
   }
   const std::vector<SweepPlan> plans = plan_sweeps(scopes, cfg, *b.world);
@@ -536,8 +519,8 @@ void run_collectives(PhaseEnv& env) {
   for (const SweepPlan& p : plans) {
     if (!p.unsupported.empty()) {
       env.recorder.write([&](RunWriter& w) {
-        w.set_attr(group_path(p.scope->name, *p.info, p.dtype, p.op, p.in_place), "unsupported",
-                   p.unsupported);
+        w.set_attr(group_path(p.scope->name, *p.info, p.dtype, p.op, p.in_place),
+                   schema::coll::kAttrUnsupported, p.unsupported);
       });
       continue;
     }
@@ -545,8 +528,8 @@ void run_collectives(PhaseEnv& env) {
     wrong_total += sweep.run(sizes);
   }
   env.recorder.write([&](RunWriter& w) {
-    w.set_attr(schema::kCollectivesGroup, "backend", backend);
-    w.set_attr(schema::kCollectivesGroup, "wrong_total", wrong_total);
+    w.set_attr(schema::kCollectivesGroup, schema::coll::kAttrBackend, backend);
+    w.set_attr(schema::kCollectivesGroup, schema::coll::kAttrWrongTotal, wrong_total);
   });
 }
 

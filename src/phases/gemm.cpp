@@ -20,6 +20,7 @@
 #include "gemm/reference.hpp"
 #include "phases/gpu.hpp"
 #include "phases/phase.hpp"
+#include "record/gather.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
@@ -252,9 +253,8 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipp
   env_.watchdog.step("gemm " + run.name + ": gather");
   const int world = ctx.world_size();
   const auto iters = static_cast<int>(mine.time_us.size());
-  std::vector<double> times(ctx.is_root() ? static_cast<std::size_t>(world * iters) : 0);
-  SD_MPI_CHECK(MPI_Gather(mine.time_us.data(), iters, MPI_DOUBLE, times.data(), iters, MPI_DOUBLE,
-                          0, ctx.world()));
+  const std::vector<double> t =
+      gather_rows<double>(ctx.world(), 0, mine.time_us);  // [iters, world]
   const double check[6] = {mine.check.max_rel_err,
                            mine.check.err_bound_ratio,
                            static_cast<double>(mine.check.worst_index),
@@ -274,15 +274,8 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipp
   const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
   const double flop = 2.0 * static_cast<double>(run.shape.m) * static_cast<double>(run.shape.n) *
                       static_cast<double>(run.shape.k);
-  // Gathered rank-major; stored [iters, world].
-  std::vector<double> t(times.size()), tflops(times.size());
-  for (int r = 0; r < world; ++r) {
-    for (int i = 0; i < iters; ++i) {
-      const double us = times[static_cast<std::size_t>(r * iters + i)];
-      t[static_cast<std::size_t>(i * world + r)] = us;
-      tflops[static_cast<std::size_t>(i * world + r)] = flop / (us * 1e-6) / 1e12;
-    }
-  }
+  std::vector<double> tflops(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) tflops[i] = flop / (t[i] * 1e-6) / 1e12;
   std::vector<double> rel_err(w64), ratio(w64), expected(w64), got(w64);
   std::vector<std::int64_t> worst(w64), rows(w64), group(w64);
   // Ranks whose engine description matches share a hash group: only they must agree bit for bit.
@@ -316,43 +309,39 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipp
     }
   }
   const std::string path = schema::gemm_group(run.name);
+  namespace g = schema::gemm;
   env_.recorder.write([&](RunWriter& w) {
     w.batch([&] {
-      w.set_attr(path, "order", static_cast<std::int64_t>(step_number));
-      w.set_attr(path, "m", run.shape.m);
-      w.set_attr(path, "n", run.shape.n);
-      w.set_attr(path, "k", run.shape.k);
-      w.set_attr(path, "a_format", std::string(fp8::name(run.a_format)));
-      w.set_attr(path, "b_format", std::string(fp8::name(run.b_format)));
-      w.set_attr(path, "out_dtype", std::string(gemm_out_name(options_.out)));
-      w.set_attr(path, "fast_accum", options_.fast_accum ? 1 : 0);
-      w.set_attr(path, "flop", flop);
-      w.set_attr(path, "engine", engine_.name());
-      w.set_attr(path, "skipped", skipped);
+      w.set_attr(path, g::kAttrOrder, static_cast<std::int64_t>(step_number));
+      w.set_attr(path, g::kAttrM, run.shape.m);
+      w.set_attr(path, g::kAttrN, run.shape.n);
+      w.set_attr(path, g::kAttrK, run.shape.k);
+      w.set_attr(path, g::kAttrAFormat, std::string(fp8::name(run.a_format)));
+      w.set_attr(path, g::kAttrBFormat, std::string(fp8::name(run.b_format)));
+      w.set_attr(path, g::kAttrOutDtype, std::string(gemm_out_name(options_.out)));
+      w.set_attr(path, g::kAttrFastAccum, options_.fast_accum ? 1 : 0);
+      w.set_attr(path, g::kAttrFlop, flop);
+      w.set_attr(path, g::kAttrEngine, engine_.name());
+      w.set_attr(path, g::kAttrSkipped, skipped);
       if (skipped != kMeasured) {
-        w.set_attr(path, "skip_reason", reason);
+        w.set_attr(path, g::kAttrSkipReason, reason);
         return;
       }
-      w.write_array(path + "/" + schema::kGemmTimeUs, std::span<const double>(t), {i64, w64});
-      w.write_array(path + "/" + schema::kGemmTflops, std::span<const double>(tflops), {i64, w64});
-      w.write_array(path + "/" + schema::kGemmMaxRelErr, std::span<const double>(rel_err), {w64});
-      w.write_array(path + "/" + schema::kGemmErrBoundRatio, std::span<const double>(ratio), {w64});
-      w.write_array(path + "/" + schema::kGemmWorstIndex, std::span<const std::int64_t>(worst),
-                    {w64});
-      w.write_array(path + "/" + schema::kGemmWorstExpected, std::span<const double>(expected),
-                    {w64});
-      w.write_array(path + "/" + schema::kGemmWorstGot, std::span<const double>(got), {w64});
-      w.write_array(path + "/" + schema::kGemmRowsChecked, std::span<const std::int64_t>(rows),
-                    {w64});
-      w.write_array(path + "/" + schema::kGemmOutputHash, std::span<const std::uint64_t>(hashes),
-                    {w64});
-      w.write_array(path + "/" + schema::kGemmHashGroup, std::span<const std::int64_t>(group),
-                    {w64});
-      for (std::size_t g = 0; g < groups.size(); ++g) {
-        w.set_attr(path, "hash_group_" + std::to_string(g), groups[g]);
+      w.write_array(path, g::kTimeUs, t, {i64, w64});
+      w.write_array(path, g::kTflops, tflops, {i64, w64});
+      w.write_array(path, g::kMaxRelErr, rel_err, {w64});
+      w.write_array(path, g::kErrBoundRatio, ratio, {w64});
+      w.write_array(path, g::kWorstIndex, worst, {w64});
+      w.write_array(path, g::kWorstExpected, expected, {w64});
+      w.write_array(path, g::kWorstGot, got, {w64});
+      w.write_array(path, g::kRowsChecked, rows, {w64});
+      w.write_array(path, g::kOutputHash, hashes, {w64});
+      w.write_array(path, g::kHashGroup, group, {w64});
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        w.set_attr(path, g::kAttrHashGroupPrefix + std::to_string(i), groups[i]);
       }
-      w.set_attr(path, "hash_groups", static_cast<std::int64_t>(groups.size()));
-      if (!unchecked.empty()) w.set_attr(path, "unchecked", join(unchecked, "; "));
+      w.set_attr(path, g::kAttrHashGroups, static_cast<std::int64_t>(groups.size()));
+      if (!unchecked.empty()) w.set_attr(path, g::kAttrUnchecked, join(unchecked, "; "));
     });
   });
 }

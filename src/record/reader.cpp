@@ -203,18 +203,16 @@ std::vector<NodeInventory> RunFile::inventory() const {
 }
 
 std::vector<double> RunFile::clock_offsets_us() const {
-  return read_file(path_, schema::kClockOffsetUs, [](hid_t file) {
-    return h5::exists(file, schema::kClockOffsetUs)
-               ? h5::read_dataset_double(file, schema::kClockOffsetUs)
-               : std::vector<double>{};
+  const std::string path = schema::kClockOffsetUs.path(schema::kClockGroup);
+  return read_file(path_, path, [&](hid_t file) {
+    return h5::exists(file, path) ? h5::read_dataset_double(file, path) : std::vector<double>{};
   });
 }
 
 std::vector<double> RunFile::clock_rtt_us() const {
-  return read_file(path_, schema::kClockRttUs, [](hid_t file) {
-    return h5::exists(file, schema::kClockRttUs)
-               ? h5::read_dataset_double(file, schema::kClockRttUs)
-               : std::vector<double>{};
+  const std::string path = schema::kClockRttUs.path(schema::kClockGroup);
+  return read_file(path_, path, [&](hid_t file) {
+    return h5::exists(file, path) ? h5::read_dataset_double(file, path) : std::vector<double>{};
   });
 }
 

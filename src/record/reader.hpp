@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "record/findings.hpp"
 #include "record/run_meta.hpp"
+#include "record/schema.hpp"
 #include "topology/rank_info.hpp"
 
 namespace shakedown {
@@ -51,6 +52,22 @@ class RunFile {
                                        std::vector<std::uint64_t>* dims = nullptr) const;
   std::vector<std::uint64_t> read_uint64(const std::string& path,
                                          std::vector<std::uint64_t>* dims = nullptr) const;
+  // The descriptor's dataset in the group instance `group_path`, as its own element type.
+  template <class T>
+  std::vector<T> read(const std::string& group_path, const schema::Dataset<T>& d,
+                      std::vector<std::uint64_t>* dims = nullptr) const {
+    if constexpr (std::is_same_v<T, double>) {
+      return read_doubles(d.path(group_path), dims);
+    } else if constexpr (std::is_same_v<T, std::int64_t>) {
+      return read_int64(d.path(group_path), dims);
+    } else {
+      return read_uint64(d.path(group_path), dims);
+    }
+  }
+  template <class T>
+  bool has(const std::string& group_path, const schema::Dataset<T>& d) const {
+    return has(d.path(group_path));
+  }
   // Scalar attributes of the object at `path`. UsageError when missing or of another type.
   std::string attr_string(const std::string& path, const std::string& name) const;
   double attr_double(const std::string& path, const std::string& name) const;

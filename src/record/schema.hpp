@@ -1,13 +1,75 @@
 #pragma once
 // Every name in the run's HDF5 file (docs/architecture.md "The run file"), in one place, so the
-// writer, the reader, the analysis and scripts/analyze.py cannot drift apart. Changing a name or a
-// layout means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore
-// what they do not know and default what is missing).
+// writer, the reader, the analysis and scripts/analyze.py cannot drift apart. Datasets are
+// descriptors (path template, element type, dimensions, unit, meaning): RunWriter and RunFile take
+// them typed, docs/schema.md and scripts/schema.json are generated from them (a unit test keeps
+// both current) and the e2e tests validate a run's file against them. Changing a name or a layout
+// means bumping kSchemaVersion; adding a dataset or a table column does not (readers ignore what
+// they do not know and default what is missing).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace shakedown::schema {
+
+// ---- descriptors ----
+// How a dataset's elements are stored. kTable: a compound dataset, one row per record.
+enum class Elem { kFloat64, kInt64, kUint64, kTable };
+std::string_view elem_name(Elem elem);  // "float64", "int64", "uint64", "table"
+
+// One dataset. `group` is a path template: <scope>, <op>, <dtype>, <mode> and <shape> stand for
+// names chosen at run time. `dims` names each dimension ("S, iters, world"); an appended dataset
+// grows along its first. Required datasets are present whenever their group is (a phase that
+// measured a size or shape writes all of them); optional ones may be absent.
+struct DatasetSpec {
+  std::string_view group;
+  std::string_view name;
+  Elem elem;
+  std::string_view dims;
+  std::string_view unit;
+  std::string_view doc;
+  bool required = true;
+
+  std::size_t rank() const;  // number of dimensions (0 for a table: one row dimension)
+  // The dataset's path in the group instance `group_path` (the template with its names filled).
+  std::string path(std::string_view group_path) const;
+};
+
+template <class T>
+constexpr Elem elem_of() {
+  if constexpr (std::is_same_v<T, double>) {
+    return Elem::kFloat64;
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return Elem::kInt64;
+  } else {
+    static_assert(std::is_same_v<T, std::uint64_t>, "datasets hold double, int64 or uint64");
+    return Elem::kUint64;
+  }
+}
+
+// A dataset of element type T: the writer and reader accept only spans and vectors of T for it.
+template <class T>
+struct Dataset {
+  DatasetSpec spec;
+  std::string path(std::string_view group_path) const { return spec.path(group_path); }
+};
+
+// One attribute of a group or dataset (documentation and the one place its name is spelled).
+struct AttrSpec {
+  std::string_view object;  // path template, as DatasetSpec::group
+  std::string_view name;
+  std::string_view type;  // "string", "int64", "float64"
+  std::string_view doc;
+};
+
+// Every dataset and attribute of the file, in the order docs/schema.md lists them.
+std::span<const DatasetSpec> all_datasets();
+std::span<const AttrSpec> all_attrs();
+// docs/schema.md and scripts/schema.json as generated from the descriptors.
+std::string schema_markdown();
+std::string schema_json();
 
 inline constexpr int kSchemaVersion = 2;
 // Readers also read files of these earlier versions (schema 1: arrival_us stamped after the
@@ -140,73 +202,126 @@ inline constexpr const char* kPciBusId = "pci_bus_id";
 
 // ---- /clock ----  offsets of each rank's clock from rank 0's, and the ping-pong round trip.
 inline constexpr const char* kClockGroup = "/clock";
-inline constexpr const char* kClockOffsetUs = "/clock/offset_us";  // double [world]
-inline constexpr const char* kClockRttUs = "/clock/rtt_us";        // double [world]
+inline constexpr Dataset<double> kClockOffsetUs{
+    {kClockGroup, "offset_us", Elem::kFloat64, "world", "us",
+     "each rank's clock minus rank 0's, from the ping-pong with the smallest round trip"}};
+inline constexpr Dataset<double> kClockRttUs{
+    {kClockGroup, "rtt_us", Elem::kFloat64, "world", "us",
+     "that ping-pong's round trip: the offset is good to about half of it"}};
 
 // ---- /collectives/<scope>/<op>/ ----
 inline constexpr const char* kCollectivesGroup = "/collectives";
 inline constexpr const char* kScopeWorld = "world";
 inline constexpr const char* kScopeIntraNode = "intra_node";
 inline constexpr const char* kScopeInterNode = "inter_node";
-inline constexpr const char* kScopePairs = "pairs";
-// One sweep: /collectives/<scope>/<op>/<dtype>[_<reduce>]/<in_place|out_of_place>/, attrs scope,
-// collective, dtype, reduce_op, in_place, nranks, busbw_factor, link_GBps, planned_sizes, and
-// unsupported (then no datasets). A scope that cannot run has attr skipped on its group.
-inline constexpr const char* kCollSizes = "sizes";           // uint64 [S] bytes
-inline constexpr const char* kCollCount = "count";           // uint64 [S] elements per rank
-inline constexpr const char* kCollSkipped = "skipped";       // int64 [S] 0 ran, 1 too small, 2 OOM
-inline constexpr const char* kCollTimeUs = "time_us";        // double [S, iters, world]
-inline constexpr const char* kCollArrivalUs = "arrival_us";  // double [S, iters, world]
-inline constexpr const char* kCollWrong = "wrong";           // int64 [S, world]
-inline constexpr const char* kCollFirstWrong = "first_wrong";  // int64 [S, world]
-inline constexpr const char* kCollTimeMedUs = "time_med_us";   // double [S]
-inline constexpr const char* kCollTimeP5Us = "time_p5_us";     // double [S]
-inline constexpr const char* kCollTimeP95Us = "time_p95_us";   // double [S]
-inline constexpr const char* kCollAlgbwGBps = "algbw_GBps";    // double [S]
-inline constexpr const char* kCollBusbwGBps = "busbw_GBps";    // double [S]
+// One sweep: /collectives/<scope>/<op>/<dtype>[_<reduce>]/<in_place|out_of_place>/ (attributes in
+// all_attrs(); one with `unsupported` has no datasets). A scope that cannot run has attribute
+// `skipped` on its group.
+inline constexpr const char* kSweepTemplate = "/collectives/<scope>/<op>/<dtype>/<mode>";
+namespace coll {
+inline constexpr Dataset<std::uint64_t> kSizes{
+    {kSweepTemplate, "sizes", Elem::kUint64, "S", "bytes", "the message size of each step"}};
+inline constexpr Dataset<std::uint64_t> kCount{
+    {kSweepTemplate, "count", Elem::kUint64, "S", "elements", "elements per rank of each step"}};
+inline constexpr Dataset<std::int64_t> kSkipped{
+    {kSweepTemplate, "skipped", Elem::kInt64, "S", "code",
+     "0 measured, 1 too small for one element per rank, 2 out of memory (then no timings)"}};
+inline constexpr Dataset<double> kTimeUs{
+    {kSweepTemplate, "time_us", Elem::kFloat64, "S, iters, world", "us",
+     "each rank's collective, from the pre-iteration barrier's release to its completion"}};
+inline constexpr Dataset<double> kArrivalUs{
+    {kSweepTemplate, "arrival_us", Elem::kFloat64, "S, iters, world", "us",
+     "when the rank was ready for the iteration (before the barrier), on rank 0's clock, minus "
+     "the iteration's earliest arrival"}};
+inline constexpr Dataset<double> kWaitUs{
+    {kSweepTemplate, "wait_us", Elem::kFloat64, "S, iters, world", "us",
+     "the rank's time in the pre-iteration barrier (schema 2)", false}};
+inline constexpr Dataset<std::int64_t> kWrong{
+    {kSweepTemplate, "wrong", Elem::kInt64, "S, world", "elements",
+     "output elements that differ from the expected values, per rank (validated iteration)"}};
+inline constexpr Dataset<std::int64_t> kFirstWrong{{kSweepTemplate, "first_wrong", Elem::kInt64,
+                                                    "S, world", "index",
+                                                    "the first wrong element's index, -1 none"}};
+inline constexpr Dataset<double> kTimeMedUs{
+    {kSweepTemplate, "time_med_us", Elem::kFloat64, "S", "us",
+     "the median iteration; an iteration lasts until its last rank is done"}};
+inline constexpr Dataset<double> kTimeP5Us{
+    {kSweepTemplate, "time_p5_us", Elem::kFloat64, "S", "us", "5th percentile iteration"}};
+inline constexpr Dataset<double> kTimeP95Us{
+    {kSweepTemplate, "time_p95_us", Elem::kFloat64, "S", "us", "95th percentile iteration"}};
+inline constexpr Dataset<double> kAlgbwGBps{{kSweepTemplate, "algbw_GBps", Elem::kFloat64, "S",
+                                             "GB/s",
+                                             "bytes / median iteration (1e9 bytes per second)"}};
+inline constexpr Dataset<double> kBusbwGBps{
+    {kSweepTemplate, "busbw_GBps", Elem::kFloat64, "S", "GB/s",
+     "algbw x the sweep's busbw_factor (nccl-tests' convention)"}};
+// Attributes of a sweep's group (and of /collectives and a scope's group).
+inline constexpr const char* kAttrScope = "scope";
+inline constexpr const char* kAttrCollective = "collective";
+inline constexpr const char* kAttrDtype = "dtype";
+inline constexpr const char* kAttrReduceOp = "reduce_op";
+inline constexpr const char* kAttrInPlace = "in_place";
+inline constexpr const char* kAttrNranks = "nranks";
+inline constexpr const char* kAttrBusbwFactor = "busbw_factor";
+inline constexpr const char* kAttrLinkGBps = "link_GBps";
+inline constexpr const char* kAttrPlannedSizes = "planned_sizes";
+inline constexpr const char* kAttrUnsupported = "unsupported";
+inline constexpr const char* kAttrScopeSkipped = "skipped";
+inline constexpr const char* kAttrBackend = "backend";
+inline constexpr const char* kAttrWrongTotal = "wrong_total";
+}  // namespace coll
 inline constexpr std::int64_t kCollMeasured = 0;
 inline constexpr std::int64_t kCollTooSmall = 1;
 inline constexpr std::int64_t kCollOutOfMemory = 2;
 
-// ---- /linkscan/ ----
-inline constexpr const char* kLinkscanGroup = "/linkscan";
-inline constexpr const char* kLinkscanPairs = "/linkscan/pairs";     // int64 [P, 2] node indices
-inline constexpr const char* kLinkscanBwGBps = "/linkscan/bw_GBps";  // double [P, reps]
-inline constexpr const char* kLinkscanLatUs = "/linkscan/lat_us";    // double [P, reps]
-inline constexpr const char* kLinkscanRound = "/linkscan/round";     // int64 [P]
-
 // ---- /gemm/<shape>/ ----
 inline constexpr const char* kGemmGroup = "/gemm";
-// attrs: order (1, 2, ... as run), m, n, k, a_format, b_format, out_dtype, fast_accum, flop,
-// engine, skipped (0 measured, 2 out of memory; then skip_reason), hash_groups and hash_group_<g>
-// (engine description).
-inline constexpr const char* kGemmTflops = "tflops";                  // double [iters, world]
-inline constexpr const char* kGemmTimeUs = "time_us";                 // double [iters, world]
-inline constexpr const char* kGemmMaxRelErr = "max_rel_err";          // double [world], normwise
-inline constexpr const char* kGemmErrBoundRatio = "err_bound_ratio";  // double [world], > 1 wrong
-inline constexpr const char* kGemmWorstIndex = "worst_index";         // int64 [world], index in D
-inline constexpr const char* kGemmWorstExpected = "worst_expected";   // double [world], fp64
-inline constexpr const char* kGemmWorstGot = "worst_got";             // double [world]
-inline constexpr const char* kGemmRowsChecked = "rows_checked";       // int64 [world]
-inline constexpr const char* kGemmOutputHash = "output_hash";         // uint64 [world]
-inline constexpr const char* kGemmHashGroup = "hash_group";  // int64 [world]: hash_group_<g>
+inline constexpr const char* kGemmTemplate = "/gemm/<shape>";
+namespace gemm {
+inline constexpr Dataset<double> kTflops{
+    {kGemmTemplate, "tflops", Elem::kFloat64, "iters, world", "TFLOP/s", "2mnk / time_us"}};
+inline constexpr Dataset<double> kTimeUs{{kGemmTemplate, "time_us", Elem::kFloat64, "iters, world",
+                                          "us",
+                                          "each rank's timed GEMM (device events on the GPU)"}};
+inline constexpr Dataset<double> kMaxRelErr{
+    {kGemmTemplate, "max_rel_err", Elem::kFloat64, "world", "fraction",
+     "normwise error of the checked rows against the fp64 reference"}};
+inline constexpr Dataset<double> kErrBoundRatio{
+    {kGemmTemplate, "err_bound_ratio", Elem::kFloat64, "world", "x bound",
+     "the worst element's error over its stated bound (above 1: wrong)"}};
+inline constexpr Dataset<std::int64_t> kWorstIndex{
+    {kGemmTemplate, "worst_index", Elem::kInt64, "world", "index", "that element's index in D"}};
+inline constexpr Dataset<double> kWorstExpected{
+    {kGemmTemplate, "worst_expected", Elem::kFloat64, "world", "", "its fp64 reference value"}};
+inline constexpr Dataset<double> kWorstGot{
+    {kGemmTemplate, "worst_got", Elem::kFloat64, "world", "", "its value"}};
+inline constexpr Dataset<std::int64_t> kRowsChecked{
+    {kGemmTemplate, "rows_checked", Elem::kInt64, "world", "rows",
+     "rows compared with the reference (0: not checked, see attribute unchecked)"}};
+inline constexpr Dataset<std::uint64_t> kOutputHash{
+    {kGemmTemplate, "output_hash", Elem::kUint64, "world", "xxh64",
+     "hash of the rank's output bits (ranks with one engine, library and device must agree)"}};
+inline constexpr Dataset<std::int64_t> kHashGroup{
+    {kGemmTemplate, "hash_group", Elem::kInt64, "world", "group",
+     "which hash_group_<g> attribute describes the rank's engine"}};
+inline constexpr const char* kAttrOrder = "order";
+inline constexpr const char* kAttrM = "m";
+inline constexpr const char* kAttrN = "n";
+inline constexpr const char* kAttrK = "k";
+inline constexpr const char* kAttrAFormat = "a_format";
+inline constexpr const char* kAttrBFormat = "b_format";
+inline constexpr const char* kAttrOutDtype = "out_dtype";
+inline constexpr const char* kAttrFastAccum = "fast_accum";
+inline constexpr const char* kAttrFlop = "flop";
+inline constexpr const char* kAttrEngine = "engine";
+inline constexpr const char* kAttrSkipped = "skipped";
+inline constexpr const char* kAttrSkipReason = "skip_reason";
+inline constexpr const char* kAttrHashGroups = "hash_groups";
+inline constexpr const char* kAttrHashGroupPrefix = "hash_group_";
+inline constexpr const char* kAttrUnchecked = "unchecked";
+}  // namespace gemm
 
-// ---- /train/ ----
-inline constexpr const char* kTrainGroup = "/train";
-inline constexpr const char* kTrainStepMs = "/train/step_ms";    // double [steps, world]
-inline constexpr const char* kTrainPhaseMs = "/train/phase_ms";  // double [steps, world, phases]
-inline constexpr const char* kAttrPhaseNames = "phase_names";    // on phase_ms: "fwd,bwd,..."
-inline constexpr const char* kAttrTokensPerS = "tokens_per_s";   // on /train
-inline constexpr const char* kAttrMfu = "mfu";                   // on /train
-
-// ---- /checkpoint/ ----
-inline constexpr const char* kCheckpointGroup = "/checkpoint";
-inline constexpr const char* kCheckpointBytes = "/checkpoint/bytes";     // uint64 [world]
-inline constexpr const char* kCheckpointWriteS = "/checkpoint/write_s";  // double [iters, world]
-inline constexpr const char* kCheckpointReadS = "/checkpoint/read_s";    // double [iters, world]
-inline constexpr const char* kCheckpointVerifyOk = "/checkpoint/verify_ok";  // int64 [world] 0/1
-inline constexpr const char* kAttrWriteGBps = "write_GBps";                  // on /checkpoint
-inline constexpr const char* kAttrReadGBps = "read_GBps";                    // on /checkpoint
+// /train, /checkpoint and /linkscan get their descriptors with their phases.
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
 // verdict for files without it (aborted runs, files of older versions).
@@ -246,6 +361,11 @@ inline std::string join(std::string_view parent, std::string_view child) {
 // "/collectives/<scope>/<op>"
 inline std::string collective_group(std::string_view scope, std::string_view op) {
   return join(join(kCollectivesGroup, scope), op);
+}
+// kSweepTemplate filled: "/collectives/<scope>/<op>/<dtype>/<mode>"
+inline std::string sweep_group(std::string_view scope, std::string_view op, std::string_view dtype,
+                               std::string_view mode) {
+  return join(join(collective_group(scope, op), dtype), mode);
 }
 // "/gemm/<shape>"
 inline std::string gemm_group(std::string_view shape) {

@@ -60,6 +60,15 @@ RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
 
 RunWriter::~RunWriter() = default;
 
+void RunWriter::require_rank(const schema::DatasetSpec& spec, const std::string& group_path,
+                             std::size_t rank) {
+  if (rank != spec.rank()) {
+    throw InternalError("writing " + spec.path(group_path) + ": " + std::to_string(rank) +
+                        " dimensions, but the schema declares " + std::to_string(spec.rank()) +
+                        " (" + std::string(spec.dims) + ")");
+  }
+}
+
 void RunWriter::require_open(const std::string& what) const {
   if (state_ == State::kMovedFrom) {
     throw InternalError("RunWriter: " + what + " on a moved-from writer");
@@ -169,8 +178,10 @@ void RunWriter::write_clock(std::span<const double> offset_us, std::span<const d
                         std::to_string(rtt_us.size()) + " round trips; both are [world]");
   }
   edit("clock offsets", [&](hid_t file) {
-    h5::write_dataset(file, schema::kClockOffsetUs, offset_us, {offset_us.size()}, compression_);
-    h5::write_dataset(file, schema::kClockRttUs, rtt_us, {rtt_us.size()}, compression_);
+    h5::write_dataset(file, schema::kClockOffsetUs.path(schema::kClockGroup), offset_us,
+                      {offset_us.size()}, compression_);
+    h5::write_dataset(file, schema::kClockRttUs.path(schema::kClockGroup), rtt_us, {rtt_us.size()},
+                      compression_);
   });
 }
 

@@ -20,6 +20,7 @@
 #include "record/findings.hpp"
 #include "record/h5.hpp"
 #include "record/run_meta.hpp"
+#include "record/schema.hpp"
 #include "topology/rank_info.hpp"
 
 namespace shakedown {
@@ -74,6 +75,24 @@ class RunWriter {
   void append_rows(const std::string& path, std::span<const std::uint64_t> rows,
                    const std::vector<std::uint64_t>& row_dims);
 
+  // The descriptor's dataset in the group instance `group_path` (schema.hpp): the element type
+  // is the descriptor's (a mismatch does not compile) and the number of dimensions must be its
+  // (InternalError naming the path otherwise).
+  template <class T>
+  void write_array(const std::string& group_path, const schema::Dataset<T>& d,
+                   std::type_identity_t<std::span<const T>> data,
+                   const std::vector<std::uint64_t>& dims) {
+    require_rank(d.spec, group_path, dims.size());
+    write_array(d.path(group_path), data, dims);
+  }
+  template <class T>
+  void append_rows(const std::string& group_path, const schema::Dataset<T>& d,
+                   std::type_identity_t<std::span<const T>> rows,
+                   const std::vector<std::uint64_t>& row_dims) {
+    require_rank(d.spec, group_path, row_dims.size() + 1);
+    append_rows(d.path(group_path), rows, row_dims);
+  }
+
   // A scalar attribute on `object_path` (a group is created there when nothing exists yet).
   // An attribute of the same name is replaced.
   void set_attr(const std::string& object_path, const std::string& name, std::string_view value);
@@ -118,6 +137,9 @@ class RunWriter {
  private:
   enum class State { kOpen, kFinished, kBroken, kMovedFrom };
   RunWriter(std::filesystem::path final_path, std::filesystem::path partial_path, int compression);
+  // InternalError unless `rank` is the descriptor's number of dimensions.
+  static void require_rank(const schema::DatasetSpec& spec, const std::string& group_path,
+                           std::size_t rank);
   // InternalError unless the writer is open (not finished, not moved from).
   void require_open(const std::string& what) const;
   // Runs `fn` on the open file: the batch's, or opened, flushed and closed for this call alone.

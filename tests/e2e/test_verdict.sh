@@ -14,6 +14,24 @@ expect_rc 0 $rc "smoke run"
 # Its reports: JSON valid against the schema, JUnit and Prometheus parsed, all agreeing.
 /usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_reports.py" "${out%.h5}" 0 \
   --schema "$SHAKEDOWN_SOURCE_DIR/docs/report-schema.json" || fail "the smoke run's reports"
+# Its file: every dataset as the schema's descriptors declare it (scripts/schema.json).
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$out" \
+  "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" || fail "the smoke run's file against the schema"
+# ... and the check is not vacuous: a copy without a required dataset, or with one of another
+# type, is refused, naming it.
+/usr/bin/python3 - "$out" "$TMP/damaged.h5" <<'PY'
+import h5py, shutil, sys
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "a") as f:
+    del f["/clock/rtt_us"]
+    t = f["/gemm"][next(iter(f["/gemm"]))]
+    data = t["output_hash"][()]
+    del t["output_hash"]
+    t["output_hash"] = data.astype("int64")
+PY
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$TMP/damaged.h5" \
+  "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" 2>"$TMP/damaged" && fail "a damaged file passed the schema check"
+expect_in "$TMP/damaged" "output_hash: declared uint64, stored int64|/clock: required datasets missing: rtt_us" "schema mismatch named"
 lines=$(wc -l <"$TMP/smoke")
 ((lines <= 60)) || fail "the smoke run printed $lines lines (at most 60)"
 expect_in "$TMP/smoke" "^verdict: PASS.*; tested [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"

@@ -362,27 +362,29 @@ TEST(RecordRun, ArraysOfEachTypeAndRank) {
 }
 
 TEST(RecordRun, Attributes) {
+  // Any group and dataset (the writer is generic; the phases' own names are in schema.hpp).
+  const std::string kGroup = "/some_phase", kDataset = "/some_phase/step_ms";
   TempDir dir;
   RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
   const std::vector<double> step = {1.0, 2.0};
-  w.write_array(schema::kTrainStepMs, step, {1, 2});
-  w.set_attr(schema::kTrainGroup, schema::kAttrMfu, 0.41);
-  w.set_attr(schema::kTrainGroup, "steps", std::int64_t{-7});
-  w.set_attr(schema::kTrainGroup, "bytes", std::numeric_limits<std::uint64_t>::max());
-  w.set_attr(schema::kTrainGroup, "ranks", 4);                         // int -> int64
-  w.set_attr(schema::kTrainGroup, "ok", true);                         // bool -> int64
-  w.set_attr(schema::kTrainStepMs, "unit", "ms");                      // on a dataset
+  w.write_array(kDataset, step, {1, 2});
+  w.set_attr(kGroup, "mfu", 0.41);
+  w.set_attr(kGroup, "steps", std::int64_t{-7});
+  w.set_attr(kGroup, "bytes", std::numeric_limits<std::uint64_t>::max());
+  w.set_attr(kGroup, "ranks", 4);                         // int -> int64
+  w.set_attr(kGroup, "ok", true);                         // bool -> int64
+  w.set_attr(kDataset, "unit", "ms");                      // on a dataset
   w.set_attr("/analysis", schema::kAttrVerdict, std::string("pass"));  // group created
   w.set_attr("/", "note", "ünïcode ✓");
-  w.set_attr(schema::kTrainGroup, schema::kAttrMfu, 0.42);  // replaced
+  w.set_attr(kGroup, "mfu", 0.42);  // replaced
 
   const RunFile f = RunFile::open(w.partial_path());
-  EXPECT_DOUBLE_EQ(f.attr_double(schema::kTrainGroup, schema::kAttrMfu), 0.42);
-  EXPECT_EQ(f.attr_int64(schema::kTrainGroup, "steps"), -7);
-  EXPECT_DOUBLE_EQ(f.attr_double(schema::kTrainGroup, "bytes"), 18446744073709551615.0);
-  EXPECT_EQ(f.attr_int64(schema::kTrainGroup, "ranks"), 4);
-  EXPECT_EQ(f.attr_int64(schema::kTrainGroup, "ok"), 1);
-  EXPECT_EQ(f.attr_string(schema::kTrainStepMs, "unit"), "ms");
+  EXPECT_DOUBLE_EQ(f.attr_double(kGroup, "mfu"), 0.42);
+  EXPECT_EQ(f.attr_int64(kGroup, "steps"), -7);
+  EXPECT_DOUBLE_EQ(f.attr_double(kGroup, "bytes"), 18446744073709551615.0);
+  EXPECT_EQ(f.attr_int64(kGroup, "ranks"), 4);
+  EXPECT_EQ(f.attr_int64(kGroup, "ok"), 1);
+  EXPECT_EQ(f.attr_string(kDataset, "unit"), "ms");
   EXPECT_EQ(f.attr_string(schema::kAnalysisGroup, schema::kAttrVerdict), "pass");
   EXPECT_EQ(f.attr_string("/", "note"), "ünïcode ✓");
   EXPECT_TRUE(f.has_attr("/", "note"));

@@ -213,7 +213,7 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
   os << "clock:" << format_clock(file.clock_offsets_us(), file.clock_rtt_us()).substr(1);
   if (a.collectives.ran) {
     os << "\ncollectives\n"
-       << (detail ? format_collectives(file) : format_collectives_headline(a.collectives));
+       << (detail ? format_collectives(a.collectives) : format_collectives_headline(a.collectives));
   }
   if (std::string g = format_gemm(a.gemm, detail); !g.empty()) {
     os << "\ngemm (engine " << a.gemm.engine << "; TFLOP/s over ranks' median iterations)\n" << g;

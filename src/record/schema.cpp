@@ -1,0 +1,187 @@
+#include "record/schema.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace shakedown::schema {
+
+std::string_view elem_name(Elem elem) {
+  switch (elem) {
+    case Elem::kFloat64:
+      return "float64";
+    case Elem::kInt64:
+      return "int64";
+    case Elem::kUint64:
+      return "uint64";
+    case Elem::kTable:
+      return "table";
+  }
+  return "?";
+}
+
+std::size_t DatasetSpec::rank() const {
+  if (elem == Elem::kTable || dims.empty()) return elem == Elem::kTable ? 1 : 0;
+  std::size_t n = 1;
+  for (char c : dims) n += c == ',' ? 1 : 0;
+  return n;
+}
+
+std::string DatasetSpec::path(std::string_view group_path) const {
+  return join(group_path, name);
+}
+
+namespace {
+
+constexpr DatasetSpec kTables[] = {
+    {kTopologyGroup, "ranks", Elem::kTable, "world", "",
+     "one row per rank: where it runs (host, node, CPUs, NUMA, GPU, NIC, Slurm ids, leaf "
+     "switch, NVLink block); columns in schema::ranks"},
+    {kTopologyGroup, "placement_checks", Elem::kTable, "checks", "",
+     "the placement checks: name, status (pass, warn, fail, skip), reason"},
+    {kInventoryGroup, "nodes", Elem::kTable, "nodes", "",
+     "one row per node: CPU, cores, memory, OS, kernel, driver and library versions"},
+    {kInventoryGroup, "gpus", Elem::kTable, "GPUs", "", "one row per GPU per node", false},
+    {kInventoryGroup, "nics", Elem::kTable, "NICs", "", "one row per NIC per node", false},
+    {kAnalysisGroup, "checks", Elem::kTable, "findings", "",
+     "the verdict's findings: check, status, subject_kind, subject, value, expected, unit, "
+     "evidence, message, host, node, rank, corruption"},
+};
+
+const std::vector<DatasetSpec>& datasets() {
+  static const std::vector<DatasetSpec> all = [] {
+    std::vector<DatasetSpec> v(std::begin(kTables), std::end(kTables));
+    for (const DatasetSpec& d :
+         {kClockOffsetUs.spec,       kClockRttUs.spec,        coll::kSizes.spec,
+          coll::kCount.spec,         coll::kSkipped.spec,     coll::kTimeUs.spec,
+          coll::kArrivalUs.spec,     coll::kWaitUs.spec,      coll::kWrong.spec,
+          coll::kFirstWrong.spec,    coll::kTimeMedUs.spec,   coll::kTimeP5Us.spec,
+          coll::kTimeP95Us.spec,     coll::kAlgbwGBps.spec,   coll::kBusbwGBps.spec,
+          gemm::kTflops.spec,        gemm::kTimeUs.spec,      gemm::kMaxRelErr.spec,
+          gemm::kErrBoundRatio.spec, gemm::kWorstIndex.spec,  gemm::kWorstExpected.spec,
+          gemm::kWorstGot.spec,      gemm::kRowsChecked.spec, gemm::kOutputHash.spec,
+          gemm::kHashGroup.spec}) {
+      v.push_back(d);
+    }
+    return v;
+  }();
+  return all;
+}
+
+constexpr AttrSpec kAttrs[] = {
+    {kRoot, kAttrSchemaVersion, "int64", "this layout's version"},
+    {kRoot, kAttrShakedownVersion, "string",
+     "the writer's version and git hash (+sanitize=... for a sanitizer build)"},
+    {kRoot, kAttrCommandLine, "string", "as typed, shell-quoted"},
+    {kRoot, kAttrConfigYaml, "string", "the effective configuration"},
+    {kRoot, kAttrStartedUtc, "string", "ISO-8601 UTC"},
+    {kRoot, kAttrFinishedUtc, "string", "\"\" while running"},
+    {kRoot, kAttrStatus, "string", "running, complete or aborted"},
+    {kRoot, kAttrWorldSize, "int64", "ranks"},
+    {kRoot, kAttrNodeCount, "int64", "nodes"},
+    {kRoot, kAttrVirtualNodes, "int64", "pretend nodes per host, 0 real nodes"},
+    {kRoot, kAttrBackend, "string", "what ran, per phase: \"collectives mpi, gemm cpu\""},
+    {kRoot, kAttrAbortReason, "string", "why the run was aborted (only then)"},
+    {kCollectivesGroup, coll::kAttrBackend, "string", "mpi or nccl"},
+    {kCollectivesGroup, coll::kAttrWrongTotal, "int64", "wrong elements over every sweep"},
+    {"/collectives/<scope>", coll::kAttrScopeSkipped, "string",
+     "why the scope could not run (then it has no sweeps)"},
+    {kSweepTemplate, coll::kAttrScope, "string", "world, intra_node, inter_node, rail_<L>"},
+    {kSweepTemplate, coll::kAttrCollective, "string", "all_reduce, all_gather, ..."},
+    {kSweepTemplate, coll::kAttrDtype, "string", "element type"},
+    {kSweepTemplate, coll::kAttrReduceOp, "string", "sum, max, ... (\"\" for non-reducing)"},
+    {kSweepTemplate, coll::kAttrInPlace, "int64", "1 in place, 0 out of place"},
+    {kSweepTemplate, coll::kAttrNranks, "int64", "ranks in one instance of the scope"},
+    {kSweepTemplate, coll::kAttrBusbwFactor, "float64", "busbw = algbw x this"},
+    {kSweepTemplate, coll::kAttrLinkGBps, "float64", "the path's configured rate, 0 unknown"},
+    {kSweepTemplate, coll::kAttrPlannedSizes, "int64", "sizes the sweep set out to measure"},
+    {kSweepTemplate, coll::kAttrUnsupported, "string", "not run, and why (then no datasets)"},
+    {kGemmTemplate, gemm::kAttrOrder, "int64", "1, 2, ... in the order the shapes ran"},
+    {kGemmTemplate, gemm::kAttrM, "int64", "rows of A and D"},
+    {kGemmTemplate, gemm::kAttrN, "int64", "columns of B and D"},
+    {kGemmTemplate, gemm::kAttrK, "int64", "the inner dimension"},
+    {kGemmTemplate, gemm::kAttrAFormat, "string", "e4m3 or e5m2"},
+    {kGemmTemplate, gemm::kAttrBFormat, "string", "e4m3 or e5m2"},
+    {kGemmTemplate, gemm::kAttrOutDtype, "string", "bf16, fp16 or fp32"},
+    {kGemmTemplate, gemm::kAttrFastAccum, "int64", "1: cuBLASLt fast accumulation"},
+    {kGemmTemplate, gemm::kAttrFlop, "float64", "2mnk"},
+    {kGemmTemplate, gemm::kAttrEngine, "string", "cpu or cublaslt"},
+    {kGemmTemplate, gemm::kAttrSkipped, "int64", "0 measured, 2 out of memory"},
+    {kGemmTemplate, gemm::kAttrSkipReason, "string", "why not measured (only then)"},
+    {kGemmTemplate, gemm::kAttrHashGroups, "int64", "engine groups whose hashes are compared"},
+    {kGemmTemplate, "hash_group_<g>", "string", "group g's engine, library and device"},
+    {kGemmTemplate, gemm::kAttrUnchecked, "string", "ranks whose output was not checked, and why"},
+    {kAnalysisGroup, kAttrVerdict, "string", "the verdict's headline"},
+    {kAnalysisGroup, kAttrExitCode, "int64", "0 pass, 1 a check failed, 3 corruption"},
+    {kAnalysisGroup, kAttrTested, "string", "what was measured, in words"},
+    {kAnalysisGroup, kAttrPassed, "int64", "checks by their worst finding"},
+    {kAnalysisGroup, kAttrWarned, "int64", ""},
+    {kAnalysisGroup, kAttrFailed, "int64", ""},
+    {kAnalysisGroup, kAttrSkipped, "int64", ""},
+};
+
+}  // namespace
+
+std::span<const DatasetSpec> all_datasets() {
+  return datasets();
+}
+std::span<const AttrSpec> all_attrs() {
+  return kAttrs;
+}
+
+std::string schema_markdown() {
+  std::ostringstream os;
+  os << "# The run file's layout (schema " << kSchemaVersion << ")\n\n"
+     << "Generated from `src/record/schema.hpp` (a unit test fails when this file is out of "
+        "date; the test prints how to regenerate it). `<scope>`, `<op>`, `<dtype>`, `<mode>` "
+        "and `<shape>` stand for names chosen at run time; dimensions are listed outermost "
+        "first, and appended datasets grow along the first as each step is measured. "
+        "`scripts/schema.json` holds the same for Python.\n\n"
+     << "## Datasets\n\n| path | type | dims | unit | required | meaning "
+        "|\n|---|---|---|---|---|---|\n";
+  for (const DatasetSpec& d : all_datasets()) {
+    os << "| `" << d.path(d.group) << "` | " << elem_name(d.elem) << " | " << d.dims << " | "
+       << d.unit << " | " << (d.required ? "yes" : "no") << " | " << d.doc << " |\n";
+  }
+  os << "\n## Attributes\n\n| object | name | type | meaning |\n|---|---|---|---|\n";
+  for (const AttrSpec& a : all_attrs()) {
+    os << "| `" << a.object << "` | `" << a.name << "` | " << a.type << " | " << a.doc << " |\n";
+  }
+  return os.str();
+}
+
+std::string schema_json() {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kSchemaVersion;
+  j["oldest_readable"] = kOldestReadableSchema;
+  nlohmann::ordered_json sets = nlohmann::ordered_json::array();
+  for (const DatasetSpec& d : all_datasets()) {
+    nlohmann::ordered_json dims = nlohmann::ordered_json::array();
+    if (d.elem != Elem::kTable) {
+      std::string_view rest = d.dims;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view one = rest.substr(0, comma);
+        while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+        dims.push_back(std::string(one));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      }
+    }
+    sets.push_back({{"group", d.group},
+                    {"name", d.name},
+                    {"path", d.path(d.group)},
+                    {"type", elem_name(d.elem)},
+                    {"dims", dims},
+                    {"unit", d.unit},
+                    {"required", d.required},
+                    {"doc", d.doc}});
+  }
+  j["datasets"] = std::move(sets);
+  nlohmann::ordered_json attrs = nlohmann::ordered_json::array();
+  for (const AttrSpec& a : all_attrs()) {
+    attrs.push_back({{"object", a.object}, {"name", a.name}, {"type", a.type}, {"doc", a.doc}});
+  }
+  j["attributes"] = std::move(attrs);
+  return j.dump(1) + "\n";
+}
+
+}  // namespace shakedown::schema

@@ -7,7 +7,7 @@
 #   3. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
 #      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, summary,
 #      fault and demo tests under them (tests/sanitizers/README.md: options and suppressions);
-#   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh);
+#   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 15) each (scripts/fuzz.sh);
 #   5. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
 # and print each step's wall time. Non-zero on any failure.
 # Usage: scripts/test.sh [extra ctest arguments for step 2, e.g. -L unit]
@@ -58,8 +58,8 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   (cd "$asan" && ctest --output-on-failure \
     -R '^(mpi\.|e2e\.(bad_input|demo_run|verdict|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|gemm|collectives)$)')
   step "tests under ASan+UBSan"
-  bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-20}"
-  step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-20} s per target)"
+  bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-15}"
+  step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-15} s per target)"
 
   # ThreadSanitizer on the threads that share MPI: the watchdog (unit tests of runtime/ and
   # the MPI tests, which run the watchdog, clock sync and recorder under real mpirun).

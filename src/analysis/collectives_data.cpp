@@ -158,14 +158,9 @@ std::map<int, double> node_busbw(const RunFile& f, const SweepData& s, std::size
   if (!(med_all > 0) || !std::isfinite(bw_all)) return out;
   for (const auto& [node, list] : members) {
     if (list.size() < 2) continue;
-    std::vector<double> duration;
-    for (std::size_t i = 0; i < iters; ++i) {
-      double worst = 0;
-      for (std::size_t r : list) worst = std::max(worst, t[i * s.world + r]);
-      duration.push_back(worst);
-    }
     // busbw scales inversely with the time of the median iteration.
-    if (const double med = median(duration); med > 0) out[node] = bw_all * med_all / med;
+    const double med = median(iteration_durations(t, s.world, list));
+    if (med > 0) out[node] = bw_all * med_all / med;
   }
   return out;
 }

@@ -39,4 +39,26 @@ double mad(std::span<const double> values) {
   return median(dev);
 }
 
+std::vector<double> iteration_durations(std::span<const double> rows, std::size_t world,
+                                        std::span<const std::size_t> columns) {
+  std::vector<double> out;
+  if (world == 0) return out;
+  const std::size_t iters = rows.size() / world;
+  out.assign(iters, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t i = 0; i < iters; ++i) {
+    const double* row = rows.data() + i * world;
+    auto take = [&](double x) {
+      if (!std::isnan(x) && (std::isnan(out[i]) || x > out[i])) out[i] = x;
+    };
+    if (columns.empty()) {
+      for (std::size_t r = 0; r < world; ++r) take(row[r]);
+    } else {
+      for (std::size_t r : columns) {
+        if (r < world) take(row[r]);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace shakedown

@@ -1,7 +1,9 @@
 #pragma once
 // Robust statistics (docs/architecture.md "Timing and the verdict"): median, percentiles, MAD. NaN
 // entries (iterations or ranks that did not take part) are ignored; an all-NaN input gives NaN.
+#include <cstddef>
 #include <span>
+#include <vector>
 
 namespace shakedown {
 
@@ -12,5 +14,11 @@ inline double median(std::span<const double> values) {
 }
 // Median absolute deviation from the median (unscaled).
 double mad(std::span<const double> values);
+
+// Per iteration of per-rank samples [iters, world] (row-major), the largest over `columns` (every
+// rank when empty): an iteration lasts until its last rank is done. NaN entries are ignored; an
+// iteration with none gives NaN.
+std::vector<double> iteration_durations(std::span<const double> rows, std::size_t world,
+                                        std::span<const std::size_t> columns = {});
 
 }  // namespace shakedown

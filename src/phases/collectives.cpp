@@ -327,16 +327,7 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   if (!ctx.is_root()) return 0;
 
   // An iteration lasts until its last rank is done; bandwidth from the median iteration.
-  std::vector<double> duration(static_cast<std::size_t>(iters), kNaN);
-  for (int i = 0; i < iters; ++i) {
-    std::span<const double> row(t.data() + static_cast<std::size_t>(i * world),
-                                static_cast<std::size_t>(world));
-    double worst = kNaN;
-    for (double x : row) {
-      if (!std::isnan(x) && (std::isnan(worst) || x > worst)) worst = x;
-    }
-    duration[static_cast<std::size_t>(i)] = worst;
-  }
+  const std::vector<double> duration = iteration_durations(t, static_cast<std::size_t>(world));
   const double med = median(duration);
   const double algbw = skipped == kMeasured ? algbw_gbps(counts.bytes, med * 1e-6) : kNaN;
   const double busbw = algbw * info_.busbw_factor(scope_.nranks);

@@ -33,3 +33,19 @@ TEST(Stats, MadIgnoresOneOutlier) {
   EXPECT_DOUBLE_EQ(median(v), 100);
   EXPECT_DOUBLE_EQ(mad(v), 1);
 }
+
+TEST(Stats, IterationDurationsTakeTheSlowestRankOfEachIteration) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // [3 iterations, 3 ranks]
+  const std::vector<double> rows = {1, 5, 2, nan, 3, 4, nan, nan, nan};
+  const auto all = shakedown::iteration_durations(rows, 3);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0], 5);
+  EXPECT_EQ(all[1], 4);
+  EXPECT_TRUE(std::isnan(all[2]));
+  const std::vector<std::size_t> first_two = {0, 1};
+  const auto some = shakedown::iteration_durations(rows, 3, first_two);
+  EXPECT_EQ(some[0], 5);
+  EXPECT_EQ(some[1], 3);
+  EXPECT_TRUE(shakedown::iteration_durations(rows, 0).empty());
+}

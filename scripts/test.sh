@@ -5,9 +5,10 @@
 #   2. build RelWithDebInfo (the CMake default) with warnings as errors and run every test
 #      (unit, mpi, e2e - the README's commands among them -, gpu: skipped without a GPU);
 #   3. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
-#      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, summary,
-#      fault and demo tests under them (tests/sanitizers/README.md: options and suppressions);
-#   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 15) each (scripts/fuzz.sh);
+#      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, verdict
+#      (the smoke run), report and fault tests under them (tests/sanitizers/README.md: options
+#      and suppressions);
+#   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
 #   5. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
 # and print each step's wall time. Non-zero on any failure.
 # Usage: scripts/test.sh [extra ctest arguments for step 2, e.g. -L unit]
@@ -56,10 +57,10 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.|e2e\.(bad_input|demo_run|verdict|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|gemm|collectives)$)')
+    -R '^(mpi\.|e2e\.(bad_input|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall)$)')
   step "tests under ASan+UBSan"
-  bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-15}"
-  step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-15} s per target)"
+  bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-10}"
+  step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-10} s per target)"
 
   # ThreadSanitizer on the threads that share MPI: the watchdog (unit tests of runtime/ and
   # the MPI tests, which run the watchdog, clock sync and recorder under real mpirun).

@@ -1,6 +1,7 @@
 // `shakedown summary RUN.h5`: what the run printed at its end, from the file alone (no MPI), or
 // the same verdict as JSON, JUnit XML or a Prometheus textfile.
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "analysis/reporters/formats.hpp"
@@ -38,6 +39,11 @@ std::string read_summary(const SummaryOptions& o, ReportFormat format) {
 
 int summary_command(const SummaryOptions& options) {
   const std::string& path = options.path;
+  std::error_code same_ec;
+  if (!options.out.empty() && std::filesystem::equivalent(options.out, path, same_ec)) {
+    throw UsageError("-o " + options.out + " is the run file itself; name another file for the " +
+                     options.format + " report");
+  }
   const auto format = parse_format(options.format);
   if (!format) {
     throw UsageError("--format: unknown format \"" + options.format +

@@ -100,4 +100,9 @@ expect_in "$TMP/bad" '--report: unknown format "xml" \(known: text, json, junit,
 "$SHAKEDOWN" summary "$TMP/h100.h5" --format json -o "$TMP/no/such/dir/r.json" >"$TMP/bad" 2>&1
 expect_rc 3 $? "an unwritable -o"
 expect_in "$TMP/bad" "cannot write the report '$TMP/no/such/dir/r.json'" "path named"
+cp "$TMP/h100.h5" "$TMP/keep.h5"
+"$SHAKEDOWN" summary "$TMP/h100.h5" --format json -o "$TMP/h100.h5" >"$TMP/bad" 2>&1
+expect_rc 2 $? "-o naming the run file"
+expect_in "$TMP/bad" "is the run file itself" "refused, saying why"
+cmp -s "$TMP/h100.h5" "$TMP/keep.h5" || fail "summary -o overwrote the run file"
 pass "reports agree with each other and the exit code; bad formats and paths are clear errors"

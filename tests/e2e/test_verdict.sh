@@ -93,16 +93,42 @@ expect_rc 2 $? "an unknown platform"
 expect_in "$TMP/bad" "checks.platform: unknown platform \"h100\"; did you mean \"h100-nvl\"\? \(known: cpu-local, h100-nvl, h100-sxm, h200-sxm; auto" "known platforms listed"
 
 # ---- planted stragglers are named, and only them -------------------------------------------
-"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=10 \
-  --inject slow:rank=2,phase=gemm,factor=3 --out "$TMP/slow.h5" >"$TMP/slow" 2>&1
-expect_rc 0 $? "a planted GEMM straggler (a warning on shared cores)"
-expect_in "$TMP/slow" "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " "rank 2 named with effect and confidence"
-[[ $(sed -n '/gemm.stragglers/,/^  \[/p' "$TMP/slow" | grep -cE "rank [013] \(host") -eq 0 ]] || fail "a rank without the fault was named a straggler"
-"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases collectives --set collectives.scopes=[world] \
-  --set collectives.ops=[all_reduce,all_gather] --set collectives.sizes=1K:64K \
-  --inject slow:rank=3,phase=collectives,factor=3 --out "$TMP/late.h5" >"$TMP/late" 2>&1
-expect_rc 0 $? "a planted late rank"
-expect_in "$TMP/late" "\[WARN\] collectives.lateness: rank 3 \(host [^,]+, node 1\): arrives late at the world's collectives by [0-9]+% of an iteration \(median\) in [0-9]+/[0-9]+ sizes" "late rank 3 named"
+# On 4 ranks sharing 2 cores a planted slowdown is blurred by the scheduler (the other ranks
+# speed up while the slow one sleeps, and drift by 3x among themselves), so detection is a rate:
+# bench/verdict_accuracy.sh measures it (2x: 10/10). Here the plumbing must work: rank 2 named in
+# one of up to 3 runs, and no run may name another rank.
+named=0
+for attempt in 1 2 3; do
+  "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=10 \
+    --inject slow:rank=2,phase=gemm,factor=3 --out "$TMP/slow$attempt.h5" >"$TMP/slow" 2>&1
+  expect_rc 0 $? "a planted GEMM straggler (a warning on shared cores)"
+  [[ $(sed -n '/gemm.stragglers/,/^  \[/p' "$TMP/slow" | grep -cE "rank [013] \(host") -eq 0 ]] ||
+    { cat "$TMP/slow"; fail "a rank without the fault was named a straggler"; }
+  if grep -Eq "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " "$TMP/slow"; then
+    named=1
+    break
+  fi
+  echo "planted straggler not named in run $attempt:"
+  grep -A3 "gemm (engine" "$TMP/slow"
+done
+((named)) || { cat "$TMP/slow"; fail "rank 2 (planted 3x) was not named with effect and confidence in 3 runs"; }
+# The same for a rank that arrives late at every collective.
+named=0
+for attempt in 1 2 3; do
+  rm -f "$TMP/late.h5"
+  "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases collectives --set collectives.scopes=[world] \
+    --set collectives.ops=[all_reduce,all_gather] --set collectives.sizes=1K:64K \
+    --inject slow:rank=3,phase=collectives,factor=3 --out "$TMP/late.h5" >"$TMP/late" 2>&1
+  expect_rc 0 $? "a planted late rank"
+  [[ $(sed -n '/collectives.lateness/,/^  \[/p' "$TMP/late" | grep -cE "rank [012] \(host") -eq 0 ]] ||
+    { cat "$TMP/late"; fail "a rank without the fault was named late"; }
+  if grep -Eq "\[WARN\] collectives.lateness: rank 3 \(host [^,]+, node 1\): arrives late at the world's collectives by [0-9]+% of an iteration \(median\) in [0-9]+/[0-9]+ sizes" "$TMP/late"; then
+    named=1
+    break
+  fi
+  echo "planted late rank not named in run $attempt"
+done
+((named)) || { cat "$TMP/late"; fail "late rank 3 (planted 3x) was not named in 3 runs"; }
 h5dump -H -d /collectives/world/all_reduce/float32_sum/out_of_place/wait_us "$TMP/late.h5" | grep -q 'SIMPLE { ( 7, 5, 4 )' ||
   fail "wait_us is not [sizes, iters, world]"
 

@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 SCHEMA="$SHAKEDOWN_SOURCE_DIR/docs/report-schema.json"
 CHECK="$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_reports.py"
+declare -A SUFFIX=([json]=json [junit]=junit.xml [prometheus]=prom)  # as run --report names them
 
 # ---- a CPU run held to h100-sxm: platform.match fails in every report ------------------------
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,collectives --set collectives.sizes=64K \
@@ -13,7 +14,7 @@ CHECK="$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_reports.py"
   --set checks.platform=h100-sxm --report json,junit,prometheus --out "$TMP/h100.h5" \
   >"$TMP/h100" 2>&1
 expect_rc 1 $? "a CPU run held to h100-sxm"
-for suffix in json junit.xml prom; do
+for suffix in "${SUFFIX[@]}"; do
   expect_in "$TMP/h100" "wrote the [a-z]+ report $TMP/h100.$suffix" "report .$suffix written"
 done
 /usr/bin/python3 "$CHECK" "$TMP/h100" 1 --schema "$SCHEMA" >"$TMP/check" 2>&1 ||
@@ -67,7 +68,7 @@ PY
 
 # summary writes the same reports from the file (the stored verdict): byte for byte.
 for f in json junit prometheus; do
-  suffix=$([[ $f == junit ]] && echo junit.xml || ([[ $f == prometheus ]] && echo prom || echo json))
+  suffix=${SUFFIX[$f]}
   "$SHAKEDOWN" summary "$TMP/h100.h5" --format $f -o "$TMP/again.$suffix"
   expect_rc 1 $? "summary --format $f"
   cmp -s "$TMP/h100.$suffix" "$TMP/again.$suffix" || fail "summary --format $f differs from run --report"
@@ -79,7 +80,7 @@ ls -a "$TMP" | grep -q '\.tmp\.' && fail "a temporary report file was left behin
   --inject fail:rank=1,phase=gemm --out "$TMP/abort.h5" >"$TMP/abort" 2>&1
 expect_rc 3 $? "planted failure"
 for f in json junit prometheus; do
-  suffix=$([[ $f == junit ]] && echo junit.xml || ([[ $f == prometheus ]] && echo prom || echo json))
+  suffix=${SUFFIX[$f]}
   "$SHAKEDOWN" summary "$TMP/abort.h5" --format $f -o "$TMP/abort.$suffix"
   expect_rc 3 $? "summary --format $f of an aborted run"
 done

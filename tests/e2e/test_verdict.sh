@@ -97,38 +97,37 @@ expect_in "$TMP/bad" "checks.platform: unknown platform \"h100\"; did you mean \
 # speed up while the slow one sleeps, and drift by 3x among themselves), so detection is a rate:
 # bench/verdict_accuracy.sh measures it (2x: 10/10). Here the plumbing must work: rank 2 named in
 # one of up to 3 runs, and no run may name another rank.
-named=0
-for attempt in 1 2 3; do
+# planted_named LOG CHECK RANK OTHERS PATTERN WHAT CMD...: runs CMD (output in LOG) up to 3 times;
+# fails when a run names one of OTHERS (a character class) under CHECK, passes at the first run
+# whose output matches PATTERN, fails when none does.
+planted_named() {
+  local log=$1 check=$2 others=$3 pattern=$4 what=$5 attempt
+  shift 5
+  for attempt in 1 2 3; do
+    rm -f "$TMP/planted.h5"
+    "$@" --out "$TMP/planted.h5" >"$log" 2>&1
+    expect_rc 0 $? "$what"
+    [[ $(sed -n "/$check/,/^  \[/p" "$log" | grep -cE "rank [$others] \(host") -eq 0 ]] ||
+      { cat "$log"; fail "$what: a rank without the fault was named"; }
+    grep -Eq "$pattern" "$log" && return 0
+    echo "$what: not named in run $attempt"
+  done
+  cat "$log"
+  fail "$what: not named in 3 runs"
+}
+planted_named "$TMP/slow" gemm.stragglers 013 \
+  "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " \
+  "a planted 3x GEMM straggler on rank 2 (a warning on shared cores)" \
   "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases gemm --set gemm.iters=10 \
-    --inject slow:rank=2,phase=gemm,factor=3 --out "$TMP/slow$attempt.h5" >"$TMP/slow" 2>&1
-  expect_rc 0 $? "a planted GEMM straggler (a warning on shared cores)"
-  [[ $(sed -n '/gemm.stragglers/,/^  \[/p' "$TMP/slow" | grep -cE "rank [013] \(host") -eq 0 ]] ||
-    { cat "$TMP/slow"; fail "a rank without the fault was named a straggler"; }
-  if grep -Eq "\[WARN\] gemm.stragglers: rank 2 \(host [^,]+, node 1\): [0-9]+% slower than the other ranks in [34]/4 GEMM shapes .*, p [<=] " "$TMP/slow"; then
-    named=1
-    break
-  fi
-  echo "planted straggler not named in run $attempt:"
-  grep -A3 "gemm (engine" "$TMP/slow"
-done
-((named)) || { cat "$TMP/slow"; fail "rank 2 (planted 3x) was not named with effect and confidence in 3 runs"; }
+  --inject slow:rank=2,phase=gemm,factor=3
 # The same for a rank that arrives late at every collective.
-named=0
-for attempt in 1 2 3; do
-  rm -f "$TMP/late.h5"
+planted_named "$TMP/late" collectives.lateness 012 \
+  "\[WARN\] collectives.lateness: rank 3 \(host [^,]+, node 1\): arrives late at the world's collectives by [0-9]+% of an iteration \(median\) in [0-9]+/[0-9]+ sizes" \
+  "a planted 3x late rank 3" \
   "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases collectives --set collectives.scopes=[world] \
-    --set collectives.ops=[all_reduce,all_gather] --set collectives.sizes=1K:64K \
-    --inject slow:rank=3,phase=collectives,factor=3 --out "$TMP/late.h5" >"$TMP/late" 2>&1
-  expect_rc 0 $? "a planted late rank"
-  [[ $(sed -n '/collectives.lateness/,/^  \[/p' "$TMP/late" | grep -cE "rank [012] \(host") -eq 0 ]] ||
-    { cat "$TMP/late"; fail "a rank without the fault was named late"; }
-  if grep -Eq "\[WARN\] collectives.lateness: rank 3 \(host [^,]+, node 1\): arrives late at the world's collectives by [0-9]+% of an iteration \(median\) in [0-9]+/[0-9]+ sizes" "$TMP/late"; then
-    named=1
-    break
-  fi
-  echo "planted late rank not named in run $attempt"
-done
-((named)) || { cat "$TMP/late"; fail "late rank 3 (planted 3x) was not named in 3 runs"; }
+  --set collectives.ops=[all_reduce,all_gather] --set collectives.sizes=1K:64K \
+  --inject slow:rank=3,phase=collectives,factor=3
+cp "$TMP/planted.h5" "$TMP/late.h5"
 h5dump -H -d /collectives/world/all_reduce/float32_sum/out_of_place/wait_us "$TMP/late.h5" | grep -q 'SIMPLE { ( 7, 5, 4 )' ||
   fail "wait_us is not [sizes, iters, world]"
 

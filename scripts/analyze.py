@@ -16,8 +16,9 @@ is the same as a table. Load the tables yourself like this:
         ranks = ranks.apply(lambda c: c.str.decode("utf-8") if c.dtype == object else c)
         gpus = pd.DataFrame(f["/inventory/gpus"][()])          # node_index + GPU fields
         offsets = f["/clock/offset_us"][()]                    # numpy array [world]
-        t = f["/collectives/world/all_reduce/float32_sum/out_of_place/time_us"][()]
-                                                               # [sizes, iters, world]
+        sweep = f["/collectives/world/all_reduce/float32_sum/out_of_place"]
+        t = sweep["time_us"][()]                               # [sizes, iters, ranks] float32
+        cols = sweep["ranks"][()]                              # the world rank of each column
         g = f["/gemm/256x768x256"]                             # one GEMM shape
         tflops = pd.DataFrame(g["tflops"][()])                 # [iters, world]: a column per rank
 

@@ -311,19 +311,20 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     for (const SweepData& s : data.sweeps) {
       if (s.scope != schema::kScopeWorld || s.mode != "out_of_place") continue;
       if (s.measured() == 0 || !file.has(s.path, schema::coll::kArrivalUs)) continue;
-      std::vector<std::uint64_t> dims;
-      const std::vector<double> arrival = file.read(s.path, schema::coll::kArrivalUs, &dims);
-      const std::vector<double> time = file.read(s.path, schema::coll::kTimeUs);
-      if (dims.size() != 3 || time.size() != arrival.size()) continue;
-      const std::size_t iters = dims[1], world = dims[2];
-      for (std::size_t z = 0; z < s.sizes.size() && z < dims[0]; ++z) {
+      for (std::size_t z = 0; z < s.sizes.size(); ++z) {
         if (s.skipped[z] != schema::kCollMeasured) continue;
+        std::size_t iters = 0, iters_t = 0;
+        const std::vector<double> arrival =
+            read_size_samples(file, s, schema::coll::kArrivalUs, z, &iters);
+        const std::vector<double> time = read_size_times(file, s, z, &iters_t);
+        if (iters == 0 || iters_t != iters) continue;
+        const std::size_t world = s.world;
         StragglerCase c{sweep_name(s) + " " + format_size(s.sizes[z]), {}, iters, world, 0};
         c.values.assign(iters * world, std::nan(""));
         std::vector<double> durations;
         for (std::size_t i = 0; i < iters; ++i) {
-          const double* row = &arrival[(z * iters + i) * world];
-          const double* t = &time[(z * iters + i) * world];
+          const double* row = &arrival[i * world];
+          const double* t = &time[i * world];
           const double mid = median(std::span<const double>(row, world));
           double longest = 0;
           for (std::size_t r = 0; r < world; ++r) {

@@ -14,8 +14,25 @@ std::string attr_or(const RunFile& f, const std::string& path, const char* name)
 
 namespace {
 
+// [S, columns] -> [S, world], `fill` where a rank has no column.
+std::vector<std::int64_t> widen(const std::vector<std::int64_t>& by_column,
+                                const std::vector<std::size_t>& columns, std::size_t world,
+                                std::int64_t fill) {
+  const std::size_t n = columns.size();
+  if (n == 0) return {};
+  const std::size_t rows = by_column.size() / n;
+  std::vector<std::int64_t> out(rows * world, fill);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t c = 0; c < n; ++c) {
+      if (columns[c] < world) out[i * world + columns[c]] = by_column[i * n + c];
+    }
+  }
+  return out;
+}
+
 SweepData read_sweep(const RunFile& f, const std::string& path, const std::string& scope,
-                     const std::string& op, const std::string& leaf, const std::string& mode) {
+                     const std::string& op, const std::string& leaf, const std::string& mode,
+                     std::size_t file_world) {
   namespace s = schema;
   SweepData d;
   d.path = path;
@@ -42,9 +59,27 @@ SweepData read_sweep(const RunFile& f, const std::string& path, const std::strin
   d.algbw = f.read(path, s::coll::kAlgbwGBps);
   d.busbw = f.read(path, s::coll::kBusbwGBps);
   std::vector<std::uint64_t> dims;
-  d.wrong = f.read(path, s::coll::kWrong, &dims);
-  d.world = dims.size() == 2 ? dims[1] : 1;
-  if (f.has(path, s::coll::kFirstWrong)) d.first_wrong = f.read(path, s::coll::kFirstWrong);
+  std::vector<std::int64_t> wrong = f.read(path, s::coll::kWrong, &dims);
+  const std::size_t width = dims.size() == 2 ? dims[1] : 1;
+  std::vector<std::int64_t> first;
+  if (f.has(path, s::coll::kFirstWrong)) first = f.read(path, s::coll::kFirstWrong);
+  if (f.has(path, s::coll::kRanks)) {  // schema 3: one column per rank that took part
+    for (std::int64_t r : f.read(path, s::coll::kRanks)) {
+      d.columns.push_back(r >= 0 ? static_cast<std::size_t>(r) : file_world);
+    }
+    if (d.columns.size() != width) {
+      throw UsageError("'" + path + "': " + std::to_string(d.columns.size()) + " ranks for " +
+                       std::to_string(width) + " columns");
+    }
+    d.world = std::max<std::size_t>(file_world, 1);
+    d.wrong = widen(wrong, d.columns, d.world, 0);
+    if (!first.empty()) d.first_wrong = widen(first, d.columns, d.world, -1);
+  } else {  // schemas 1-2: a column for every rank
+    d.world = width;
+    for (std::size_t r = 0; r < width; ++r) d.columns.push_back(r);
+    d.wrong = std::move(wrong);
+    d.first_wrong = std::move(first);
+  }
   // A run that died between appends may leave the per-size datasets one row apart: keep the
   // sizes every dataset has.
   std::size_t n = d.sizes.size();
@@ -91,6 +126,7 @@ CollectivesData read_collectives(const RunFile& f) {
   const std::string root = schema::kCollectivesGroup;
   if (!f.has(root)) return out;
   out.ran = true;
+  const auto world = static_cast<std::size_t>(std::max<std::int64_t>(0, f.meta().world_size));
   out.backend = attr_or(f, root, schema::coll::kAttrBackend);
   if (f.has_attr(root, schema::coll::kAttrWrongTotal)) {
     out.wrong_total = static_cast<std::uint64_t>(f.attr_int64(root, schema::coll::kAttrWrongTotal));
@@ -116,8 +152,9 @@ CollectivesData read_collectives(const RunFile& f) {
           const std::string lp = schema::join(schema::join(sp, op), leaf);
           for (const auto& mode : f.children(lp)) {
             const std::string path = schema::join(lp, mode);
-            guarded(path,
-                    [&] { out.sweeps.push_back(read_sweep(f, path, scope, op, leaf, mode)); });
+            guarded(path, [&] {
+              out.sweeps.push_back(read_sweep(f, path, scope, op, leaf, mode, world));
+            });
           }
         }
       }
@@ -126,18 +163,28 @@ CollectivesData read_collectives(const RunFile& f) {
   return out;
 }
 
+std::vector<double> read_size_samples(const RunFile& f, const SweepData& sweep,
+                                      const schema::Dataset<float>& d, std::size_t size,
+                                      std::size_t* iters) {
+  *iters = 0;
+  if (!f.has(sweep.path, d)) return {};
+  std::vector<std::uint64_t> dims;
+  const std::vector<double> row = f.read_doubles_rows(d.path(sweep.path), size, 1, &dims);
+  const std::size_t n = sweep.columns.size();
+  if (dims.size() != 3 || dims[0] != 1 || dims[2] != n || n == 0) return {};
+  *iters = dims[1];
+  std::vector<double> out(*iters * sweep.world, std::nan(""));
+  for (std::size_t i = 0; i < *iters; ++i) {
+    for (std::size_t c = 0; c < n; ++c) {
+      if (sweep.columns[c] < sweep.world) out[i * sweep.world + sweep.columns[c]] = row[i * n + c];
+    }
+  }
+  return out;
+}
+
 std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters) {
-  std::vector<std::uint64_t> dims;
-  std::vector<double> all = f.read(sweep.path, schema::coll::kTimeUs, &dims);
-  if (dims.size() != 3 || size >= dims[0]) {
-    *iters = 0;
-    return {};
-  }
-  *iters = dims[1];
-  const std::size_t per = dims[1] * dims[2];
-  return {all.begin() + static_cast<long>(size * per),
-          all.begin() + static_cast<long>((size + 1) * per)};
+  return read_size_samples(f, sweep, schema::coll::kTimeUs, size, iters);
 }
 
 std::map<int, double> node_busbw(const RunFile& f, const SweepData& s, std::size_t size,

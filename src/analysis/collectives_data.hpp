@@ -9,6 +9,7 @@
 #include <map>
 
 #include "record/reader.hpp"
+#include "record/schema.hpp"
 #include "topology/rank_info.hpp"
 
 namespace shakedown {
@@ -22,8 +23,9 @@ struct SweepData {
   std::string unsupported;  // non-empty: not run, and why
   int nranks = 0;           // ranks in one instance of the scope
   double busbw_factor = 0;
-  double link_GBps = 0;   // configured rate of the path, 0 unknown
-  std::size_t world = 0;  // columns of the per-rank datasets
+  double link_GBps = 0;              // configured rate of the path, 0 unknown
+  std::size_t world = 0;             // ranks in the run: the width of wrong and first_wrong
+  std::vector<std::size_t> columns;  // the world rank of each column of the per-rank datasets
   std::vector<std::uint64_t> sizes;
   std::vector<std::uint64_t> count;   // elements per rank (empty in files that lack it)
   std::vector<std::int64_t> skipped;  // schema::kColl* codes
@@ -51,6 +53,12 @@ CollectivesData read_collectives(const RunFile& file);
 // The string attribute `name` of `path`, "" when it is absent.
 std::string attr_or(const RunFile& file, const std::string& path, const char* name);
 
+// Per-iteration samples [iters, world] of one size of a sweep (NaN for ranks without a column),
+// read for that size alone. Arrivals are relative to a per-iteration origin (schema 3: the
+// earliest; older files: rank 0's clock): use their differences within an iteration.
+std::vector<double> read_size_samples(const RunFile& file, const SweepData& sweep,
+                                      const schema::Dataset<float>& d, std::size_t size,
+                                      std::size_t* iters);
 // Per-iteration times [iters, world] of one size of a sweep (for per-node and per-rank views).
 std::vector<double> read_size_times(const RunFile& file, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters);

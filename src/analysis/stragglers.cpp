@@ -64,6 +64,29 @@ double u_statistic(std::span<const double> x, std::span<const double> y) {
   return rank_sum - m * (m + 1) / 2;
 }
 
+// Ranks with at most this many present ranks get exact leave-one-out statistics.
+constexpr std::size_t kExactLeaveOneOut = 64;
+
+// Every present rank's sum of (tie-averaged) ranks of its values in the pooled sample of all
+// present ranks' values: U of rank r against all the others = sums[r] - m (m + 1) / 2.
+std::vector<double> rank_sums(const std::vector<std::vector<double>>& values,
+                              const std::vector<int>& present) {
+  std::vector<std::pair<double, int>> all;
+  for (int r : present) {
+    for (double v : values[static_cast<std::size_t>(r)]) all.emplace_back(v, r);
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<double> sums(values.size(), 0.0);
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
+    const double average = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
+    for (std::size_t k = i; k < j; ++k) sums[static_cast<std::size_t>(all[k].second)] += average;
+    i = j;
+  }
+  return sums;
+}
+
 }  // namespace
 
 double mann_whitney_greater(std::span<const double> xs, std::span<const double> ys) {
@@ -122,39 +145,64 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
     }
     if (present.size() < 3) continue;  // two ranks cannot say which one is slow
     tested = std::max(tested, static_cast<int>(present.size()));
+    // Leave-one-out statistics (the others' median level, their excesses' median and spread)
+    // exactly for small worlds; with many ranks one rank cannot move them, and computing them
+    // per rank would cost world^2 per case, so every rank is compared with all of them.
+    const bool exact = present.size() <= kExactLeaveOneOut;
+    std::vector<double> all_levels;
+    for (int o : present) all_levels.push_back(level[static_cast<std::size_t>(o)]);
+    const double all_ref = exact ? 0 : median(all_levels);
     // Each rank's excess over the others' median level, in units of the scale.
     std::vector<double> excess(c.world, std::nan(""));
     for (int r : present) {
-      std::vector<double> others;
-      for (int o : present) {
-        if (o != r) others.push_back(level[static_cast<std::size_t>(o)]);
+      double ref = all_ref;
+      if (exact) {
+        std::vector<double> others;
+        for (int o : present) {
+          if (o != r) others.push_back(level[static_cast<std::size_t>(o)]);
+        }
+        ref = median(others);
       }
-      const double ref = median(others);
       const double scale = c.scale > 0 ? c.scale : ref;
       if (scale > 0) {
         excess[static_cast<std::size_t>(r)] = (level[static_cast<std::size_t>(r)] - ref) / scale;
       }
     }
+    // Each rank's rank sum in the pooled lower halves of every rank: its Mann-Whitney U against
+    // all the others', from one sort per case.
+    const std::vector<double> sums = rank_sums(low, present);
+    std::size_t pooled_size = 0;
+    for (int o : present) pooled_size += low[static_cast<std::size_t>(o)].size();
+    std::vector<double> all_excess;
+    for (int o : present) {
+      if (std::isfinite(excess[static_cast<std::size_t>(o)])) {
+        all_excess.push_back(excess[static_cast<std::size_t>(o)]);
+      }
+    }
+    const double all_excess_median = exact ? 0 : median(all_excess);
+    const double all_spread = exact ? 0 : 1.4826 * mad(all_excess);
     for (int r : present) {
       const auto rr = static_cast<std::size_t>(r);
       if (!std::isfinite(excess[rr])) continue;
       Tally& t = tally[r];
       ++t.compared;
-      std::vector<double> others_excess, pooled;
-      for (int o : present) {
-        if (o == r) continue;
-        others_excess.push_back(excess[static_cast<std::size_t>(o)]);
-        const auto& l = low[static_cast<std::size_t>(o)];
-        pooled.insert(pooled.end(), l.begin(), l.end());
-      }
       // The rank-sum evidence of this case, pooled with the others' below.
-      const auto m = static_cast<double>(low[rr].size()), n = static_cast<double>(pooled.size());
-      t.u += u_statistic(low[rr], pooled);
+      const auto m = static_cast<double>(low[rr].size());
+      const auto n = static_cast<double>(pooled_size) - m;
+      t.u += sums[rr] - m * (m + 1) / 2;
       t.mean += m * n / 2;
       t.var += m * n * (m + n + 1) / 12;
       if (excess[rr] < limits.slowdown) continue;
-      const double spread = 1.4826 * mad(others_excess);
-      if (!(excess[rr] - median(others_excess) > limits.z * spread)) continue;
+      double spread = all_spread, mid = all_excess_median;
+      if (exact) {
+        std::vector<double> others_excess;
+        for (int o : present) {
+          if (o != r) others_excess.push_back(excess[static_cast<std::size_t>(o)]);
+        }
+        spread = 1.4826 * mad(others_excess);
+        mid = median(others_excess);
+      }
+      if (!(excess[rr] - mid > limits.z * spread)) continue;
       ++t.flagged;
       t.excess.push_back(excess[rr]);
       t.cases.push_back(c.name);

@@ -21,6 +21,7 @@
 #include "core/strings.hpp"
 #include "phases/gpu.hpp"
 #include "phases/phase.hpp"
+#include "record/collective_rows.hpp"
 #include "record/gather.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
@@ -62,7 +63,18 @@ std::string group_path(const std::string& scope, const CollectiveInfo& info, DTy
 
 std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& cfg, Backends& b) {
   std::vector<ScopeRun> out;
-  const int root_local_size = ctx.ranks_per_node() > 0 ? ctx.ranks_per_node() : ctx.local_size();
+  // From the layout, so every rank plans the same sweeps also when nodes differ in size: rank
+  // 0's node size (what the report shows for intra_node), and one rail per local rank any node
+  // has, each with the nodes that have that local rank.
+  const Layout& layout = ctx.layout();
+  int root_local_size = 0;
+  std::vector<int> rail_size;
+  for (std::size_t r = 0; r < layout.node_of_rank.size(); ++r) {
+    if (layout.node_of_rank[r] == layout.node_of_rank[0]) ++root_local_size;
+    const auto l = static_cast<std::size_t>(layout.local_rank_of_rank[r]);
+    if (rail_size.size() <= l) rail_size.resize(l + 1, 0);
+    ++rail_size[l];
+  }
   const double intra = cfg.intra_node_link_GBps;
   const double inter = cfg.inter_node_link_GBps;
   for (const auto& scope : cfg.scopes) {
@@ -81,14 +93,25 @@ std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& c
         out.push_back({"rail", inter, nullptr, 1, "one node: no inter-node traffic"});
         continue;
       }
-      for (int l = 0; l < root_local_size; ++l) {
-        out.push_back({"rail_" + std::to_string(l), inter,
-                       ctx.local_rank() == l ? b.rail.get() : nullptr, ctx.node_count(), ""});
+      for (std::size_t l = 0; l < rail_size.size(); ++l) {
+        const int lane = static_cast<int>(l);
+        out.push_back(
+            {"rail_" + std::to_string(l), inter, ctx.local_rank() == lane ? b.rail.get() : nullptr,
+             rail_size[l],
+             rail_size[l] < 2 ? "one node has this local rank: no inter-node traffic" : ""});
       }
     }
   }
   return out;
 }
+
+// Where rank 0's time in the phase went (seconds), recorded on /collectives so a user (and
+// bench/recording.sh) can see how much of the phase was measurement.
+struct PhaseTimes {
+  double timed = 0;    // the timed iterations (barrier + collective), loop by loop
+  double prepare = 0;  // allocation, fills, the validation run and its check, warm-up
+  double record = 0;   // the gather to rank 0 and the writes
+};
 
 // What the sweep measured for one size on this rank (iters entries, NaN where not run).
 struct RankSample {
@@ -100,8 +123,9 @@ struct RankSample {
 class Sweep {
  public:
   Sweep(PhaseEnv& env, const ScopeRun& scope, const CollectiveInfo& info, DType dtype, ReduceOp op,
-        bool in_place, int* step_counter, Progress* progress)
+        bool in_place, int* step_counter, Progress* progress, PhaseTimes* times)
       : env_(env),
+        times_(times),
         progress_(progress),
         scope_(scope),
         info_(info),
@@ -131,7 +155,9 @@ class Sweep {
       mine.wait_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
       Buffers buffers;
+      const double t_alloc = now_us();
       if (skipped == kMeasured && scope_.comm != nullptr) skipped = allocate(counts, buffers);
+      times_->prepare += (now_us() - t_alloc) * 1e-6;
       // An allocation may fail on one rank only: agree before anyone enters a collective, so
       // the size is skipped everywhere instead of leaving the others waiting.
       SD_MPI_CHECK(
@@ -143,7 +169,9 @@ class Sweep {
           last_iter_us_ = us;
         }
       }
+      const double t_record = now_us();
       wrong_total += record(bytes, counts, skipped, mine, label);
+      times_->record += (now_us() - t_record) * 1e-6;
     }
     return wrong_total;
   }
@@ -169,21 +197,29 @@ class Sweep {
     return plan;
   }
 
+  // Collective over world: rank 0 learns which ranks take part (the sweep's columns).
   void write_header(std::size_t nsizes) {
-    env_.recorder.write([&](RunWriter& w) {
-      w.batch([&] {
-        w.set_attr(path_, schema::coll::kAttrScope, scope_.name);
-        w.set_attr(path_, schema::coll::kAttrCollective, std::string(info_.name));
-        w.set_attr(path_, schema::coll::kAttrDtype, std::string(dtype_name(dtype_)));
-        w.set_attr(path_, schema::coll::kAttrReduceOp,
-                   info_.reduces ? std::string(reduce_op_name(op_)) : "");
-        w.set_attr(path_, schema::coll::kAttrInPlace, in_place_ ? 1 : 0);
-        w.set_attr(path_, schema::coll::kAttrNranks, scope_.nranks);
-        w.set_attr(path_, schema::coll::kAttrBusbwFactor, info_.busbw_factor(scope_.nranks));
-        w.set_attr(path_, schema::coll::kAttrLinkGBps, scope_.link_GBps);
-        w.set_attr(path_, schema::coll::kAttrPlannedSizes, static_cast<std::int64_t>(nsizes));
-      });
-    });
+    const int mine = scope_.comm != nullptr ? 1 : 0;
+    std::vector<int> part(env_.ctx.is_root() ? static_cast<std::size_t>(env_.ctx.world_size()) : 0);
+    SD_MPI_CHECK(MPI_Gather(&mine, 1, MPI_INT, part.data(), 1, MPI_INT, 0, env_.ctx.world()));
+    columns_.clear();
+    for (std::size_t r = 0; r < part.size(); ++r) {
+      if (part[r] != 0) columns_.push_back(static_cast<std::int64_t>(r));
+    }
+    CollectiveSweepHeader h;
+    h.scope = scope_.name;
+    h.collective = std::string(info_.name);
+    h.dtype = std::string(dtype_name(dtype_));
+    h.reduce_op = info_.reduces ? std::string(reduce_op_name(op_)) : "";
+    h.in_place = in_place_;
+    h.nranks = scope_.nranks;
+    h.busbw_factor = info_.busbw_factor(scope_.nranks);
+    h.link_GBps = scope_.link_GBps;
+    h.planned_sizes = static_cast<std::int64_t>(nsizes);
+    columns_shared_ = std::make_shared<const std::vector<std::int64_t>>(columns_);
+    env_.recorder.write_async([path = path_, h, columns = columns_shared_](
+                                  RunWriter& w) { write_collective_header(w, path, h, *columns); },
+                              columns_.size() * sizeof(std::int64_t));
   }
 
   // One buffer in place, input and output otherwise; allocated outside any timing.
@@ -238,6 +274,7 @@ class Sweep {
       if (r.wrong > out.check.wrong) out.check = r;
     };
 
+    const double t_prepare = now_us();
     const bool validate = cfg.validate != "off";
     if (validate) {
       fill();
@@ -248,6 +285,13 @@ class Sweep {
     for (int i = 0; i < cfg.warmup; ++i)
       comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
     comm.synchronize();
+    const double t_timed = now_us();
+    times_->prepare += (t_timed - t_prepare) * 1e-6;
+    struct Timed {  // counted however the loop ends
+      PhaseTimes* times;
+      double start;
+      ~Timed() { times->timed += (now_us() - start) * 1e-6; }
+    } timed{times_, t_timed};
 
     const int iters = iterations(bytes);
     const double offset = env_.ctx.clock_offset_us();
@@ -297,6 +341,7 @@ class Sweep {
                        const RankSample& mine, const std::string& label);
 
   PhaseEnv& env_;
+  PhaseTimes* times_;
   Progress* progress_;
   const ScopeRun& scope_;
   const CollectiveInfo& info_;
@@ -305,6 +350,8 @@ class Sweep {
   bool in_place_;
   int* step_counter_;
   std::string path_;
+  std::vector<std::int64_t> columns_;  // rank 0: the world ranks that take part, ascending
+  std::shared_ptr<const std::vector<std::int64_t>> columns_shared_;  // the same, for write jobs
   std::uint64_t last_bytes_ = 0;  // the last size this rank measured, and its median iteration
   double last_iter_us_ = 0;
 };
@@ -314,68 +361,63 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
                             const std::string& label) {
   const Context& ctx = env_.ctx;
   const int world = ctx.world_size();
-  const auto iters = static_cast<int>(mine.time_us.size());
-  // Each [iters, world], as the file stores one size of [S, iters, world].
-  const std::vector<double> t = gather_rows<double>(ctx.world(), 0, mine.time_us);
-  const std::vector<double> a = gather_rows<double>(ctx.world(), 0, mine.arrival_us);
-  const std::vector<double> wt = gather_rows<double>(ctx.world(), 0, mine.wait_us);
-  const double check[4] = {static_cast<double>(mine.check.wrong),
-                           static_cast<double>(mine.check.first_wrong), mine.check.expected,
-                           mine.check.got};
-  std::vector<double> checks(ctx.is_root() ? static_cast<std::size_t>(4 * world) : 0);
-  SD_MPI_CHECK(MPI_Gather(check, 4, MPI_DOUBLE, checks.data(), 4, MPI_DOUBLE, 0, ctx.world()));
+  CollectiveRankResult result{mine.time_us,
+                              mine.arrival_us,
+                              mine.wait_us,
+                              static_cast<double>(mine.check.wrong),
+                              static_cast<double>(mine.check.first_wrong),
+                              mine.check.expected,
+                              mine.check.got};
+  GatheredSize g = gather_collective_size(ctx.world(), 0, result);
   if (!ctx.is_root()) return 0;
 
   // An iteration lasts until its last rank is done; bandwidth from the median iteration.
-  const std::vector<double> duration = iteration_durations(t, static_cast<std::size_t>(world));
+  const std::vector<double> duration = iteration_durations(g.time_us, g.world);
   const double med = median(duration);
   const double algbw = skipped == kMeasured ? algbw_gbps(counts.bytes, med * 1e-6) : kNaN;
   const double busbw = algbw * info_.busbw_factor(scope_.nranks);
 
-  std::vector<std::int64_t> wrong(static_cast<std::size_t>(world)),
-      first(static_cast<std::size_t>(world));
   std::uint64_t wrong_total = 0;
   std::string report;
   int named = 0;
   for (int r = 0; r < world; ++r) {
-    const double* c = &checks[static_cast<std::size_t>(4 * r)];
-    wrong[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(c[0]);
-    first[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(c[1]);
-    if (c[0] > 0) {
-      wrong_total += static_cast<std::uint64_t>(c[0]);
+    const auto ur = static_cast<std::size_t>(r);
+    if (g.wrong[ur] > 0) {
+      wrong_total += static_cast<std::uint64_t>(g.wrong[ur]);
       if (named++ < 8) {
         char detail[160];
         std::snprintf(detail, sizeof detail,
-                      ": %.0f of %llu elements wrong, first at index %.0f: expected %g, got %g",
-                      c[0], static_cast<unsigned long long>(counts.recv), c[1], c[2], c[3]);
+                      ": %lld of %llu elements wrong, first at index %lld: expected %g, got %g",
+                      static_cast<long long>(g.wrong[ur]),
+                      static_cast<unsigned long long>(counts.recv),
+                      static_cast<long long>(g.first_wrong[ur]), g.expected[ur], g.got[ur]);
         report += (report.empty() ? "" : "; ") + ctx.describe_rank(r) + detail;
       }
     }
   }
 
-  env_.recorder.write([&](RunWriter& w) {
-    w.batch([&] {
-      const std::uint64_t w64 = static_cast<std::uint64_t>(world);
-      const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
-      namespace c = schema::coll;
-      w.append_rows(path_, c::kSizes, std::span<const std::uint64_t>(&bytes, 1), {});
-      const std::uint64_t unit = counts.unit;
-      w.append_rows(path_, c::kCount, std::span<const std::uint64_t>(&unit, 1), {});
-      w.append_rows(path_, c::kSkipped, std::span<const std::int64_t>(&skipped, 1), {});
-      w.append_rows(path_, c::kTimeUs, t, {i64, w64});
-      w.append_rows(path_, c::kArrivalUs, a, {i64, w64});
-      w.append_rows(path_, c::kWaitUs, wt, {i64, w64});
-      w.append_rows(path_, c::kWrong, wrong, {w64});
-      w.append_rows(path_, c::kFirstWrong, first, {w64});
-      const double stats[5] = {med, percentile(duration, 0.05), percentile(duration, 0.95), algbw,
-                               busbw};
-      w.append_rows(path_, c::kTimeMedUs, std::span<const double>(&stats[0], 1), {});
-      w.append_rows(path_, c::kTimeP5Us, std::span<const double>(&stats[1], 1), {});
-      w.append_rows(path_, c::kTimeP95Us, std::span<const double>(&stats[2], 1), {});
-      w.append_rows(path_, c::kAlgbwGBps, std::span<const double>(&stats[3], 1), {});
-      w.append_rows(path_, c::kBusbwGBps, std::span<const double>(&stats[4], 1), {});
-    });
-  });
+  CollectiveSizeRow row;
+  row.bytes = bytes;
+  row.count = counts.unit;
+  row.skipped = skipped;
+  row.time_med_us = med;
+  row.time_p5_us = percentile(duration, 0.05);
+  row.time_p95_us = percentile(duration, 0.95);
+  row.algbw_GBps = algbw;
+  row.busbw_GBps = busbw;
+  // Written behind the next measurement (Recorder::write_async); the job owns the samples.
+  const std::size_t held = (g.time_us.size() * 3 + g.world * 4) * sizeof(double);
+  env_.recorder.write_async(
+      [path = path_, columns = columns_shared_, row, g = std::move(g)](RunWriter& w) mutable {
+        row.iters = g.iters;
+        row.time_us = g.time_us;
+        row.arrival_us = g.arrival_us;
+        row.wait_us = g.wait_us;
+        row.wrong = g.wrong;
+        row.first_wrong = g.first_wrong;
+        append_collective_size(w, path, *columns, row);
+      },
+      held);
 
   if (wrong_total > 0) {
     const std::string message = "wrong data in " + label + ": " + report;
@@ -464,6 +506,7 @@ std::vector<SweepPlan> plan_sweeps(const std::vector<ScopeRun>& scopes,
 }  // namespace
 
 void run_collectives(PhaseEnv& env) {
+  const double t_phase = now_us();
   const CollectivesConfig& cfg = env.config.collectives;
   const Context& ctx = env.ctx;
   env.watchdog.step("collectives: backend");
@@ -507,6 +550,7 @@ void run_collectives(PhaseEnv& env) {
 
   std::uint64_t wrong_total = 0;
   int step_counter = 0;
+  PhaseTimes times;
   for (const SweepPlan& p : plans) {
     if (!p.unsupported.empty()) {
       env.recorder.write([&](RunWriter& w) {
@@ -515,12 +559,23 @@ void run_collectives(PhaseEnv& env) {
       });
       continue;
     }
-    Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress);
+    Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress,
+                &times);
     wrong_total += sweep.run(sizes);
   }
+  const double wall = (now_us() - t_phase) * 1e-6;
   env.recorder.write([&](RunWriter& w) {
-    w.set_attr(schema::kCollectivesGroup, schema::coll::kAttrBackend, backend);
-    w.set_attr(schema::kCollectivesGroup, schema::coll::kAttrWrongTotal, wrong_total);
+    w.batch([&] {
+      namespace c = schema::coll;
+      w.set_attr(schema::kCollectivesGroup, c::kAttrBackend, backend);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrWrongTotal, wrong_total);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrSecondsWall, wall);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrSecondsTimed, times.timed);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrSecondsPrepare, times.prepare);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrSecondsRecord, times.record);
+      w.set_attr(schema::kCollectivesGroup, c::kAttrRecording,
+                 std::string(env.recorder.background() ? "background" : "inline"));
+    });
   });
 }
 

@@ -21,6 +21,7 @@
 #include "phases/gpu.hpp"
 #include "phases/phase.hpp"
 #include "record/gather.hpp"
+#include "record/gemm_rows.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
@@ -270,36 +271,51 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipp
   const std::vector<std::string> notes = gather_strings(ctx.world(), 0, mine.check_note);
   if (!ctx.is_root()) return;
 
-  const std::uint64_t w64 = static_cast<std::uint64_t>(world);
-  const std::uint64_t i64 = static_cast<std::uint64_t>(iters);
-  const double flop = 2.0 * static_cast<double>(run.shape.m) * static_cast<double>(run.shape.n) *
-                      static_cast<double>(run.shape.k);
-  std::vector<double> tflops(t.size());
-  for (std::size_t i = 0; i < t.size(); ++i) tflops[i] = flop / (t[i] * 1e-6) / 1e12;
-  std::vector<double> rel_err(w64), ratio(w64), expected(w64), got(w64);
-  std::vector<std::int64_t> worst(w64), rows(w64), group(w64);
+  const auto w64 = static_cast<std::size_t>(world);
+  GemmShapeRecord rec;
+  rec.order = step_number;
+  rec.m = run.shape.m;
+  rec.n = run.shape.n;
+  rec.k = run.shape.k;
+  rec.a_format = std::string(fp8::name(run.a_format));
+  rec.b_format = std::string(fp8::name(run.b_format));
+  rec.out_dtype = std::string(gemm_out_name(options_.out));
+  rec.engine = engine_.name();
+  rec.fast_accum = options_.fast_accum;
+  rec.flop = 2.0 * static_cast<double>(run.shape.m) * static_cast<double>(run.shape.n) *
+             static_cast<double>(run.shape.k);
+  rec.skipped = skipped;
+  rec.iters = static_cast<std::uint64_t>(iters);
+  rec.time_us = t;
+  rec.max_rel_err.resize(w64);
+  rec.err_bound_ratio.resize(w64);
+  rec.worst_expected.resize(w64);
+  rec.worst_got.resize(w64);
+  rec.worst_index.resize(w64);
+  rec.rows_checked.resize(w64);
+  rec.hash_group.resize(w64);
+  rec.output_hash = hashes;
   // Ranks whose engine description matches share a hash group: only they must agree bit for bit.
-  std::vector<std::string> groups;
   for (int r = 0; r < world; ++r) {
     const double* c = &checks[static_cast<std::size_t>(6 * r)];
     const auto ur = static_cast<std::size_t>(r);
-    rel_err[ur] = c[0];
-    ratio[ur] = c[1];
-    worst[ur] = static_cast<std::int64_t>(c[2]);
-    expected[ur] = c[3];
-    got[ur] = c[4];
-    rows[ur] = static_cast<std::int64_t>(c[5]);
+    rec.max_rel_err[ur] = c[0];
+    rec.err_bound_ratio[ur] = c[1];
+    rec.worst_index[ur] = static_cast<std::int64_t>(c[2]);
+    rec.worst_expected[ur] = c[3];
+    rec.worst_got[ur] = c[4];
+    rec.rows_checked[ur] = static_cast<std::int64_t>(c[5]);
     const std::string& impl = impl_of_rank_[ur];
-    auto it = std::find(groups.begin(), groups.end(), impl);
-    group[ur] = it - groups.begin();
-    if (it == groups.end()) groups.push_back(impl);
+    auto it = std::find(rec.hash_groups.begin(), rec.hash_groups.end(), impl);
+    rec.hash_group[ur] = it - rec.hash_groups.begin();
+    if (it == rec.hash_groups.end()) rec.hash_groups.push_back(impl);
   }
   // Every rank that could not, named (describe_rank), with what to do.
   std::vector<std::string> why;
   for (const auto& r : reasons) {
     if (!r.empty()) why.push_back(r);
   }
-  const std::string reason =
+  rec.skip_reason =
       join(why, "; ") +
       (why.empty() ? "" : " (free memory on those ranks, or drop the shape from gemm.shapes)");
   std::vector<std::string> unchecked;
@@ -308,42 +324,9 @@ void ShapeSweep::record(const ShapeRun& run, int step_number, std::int64_t skipp
       unchecked.push_back(ctx.describe_rank(r) + ": " + notes[static_cast<std::size_t>(r)]);
     }
   }
+  rec.unchecked = join(unchecked, "; ");
   const std::string path = schema::gemm_group(run.name);
-  namespace g = schema::gemm;
-  env_.recorder.write([&](RunWriter& w) {
-    w.batch([&] {
-      w.set_attr(path, g::kAttrOrder, static_cast<std::int64_t>(step_number));
-      w.set_attr(path, g::kAttrM, run.shape.m);
-      w.set_attr(path, g::kAttrN, run.shape.n);
-      w.set_attr(path, g::kAttrK, run.shape.k);
-      w.set_attr(path, g::kAttrAFormat, std::string(fp8::name(run.a_format)));
-      w.set_attr(path, g::kAttrBFormat, std::string(fp8::name(run.b_format)));
-      w.set_attr(path, g::kAttrOutDtype, std::string(gemm_out_name(options_.out)));
-      w.set_attr(path, g::kAttrFastAccum, options_.fast_accum ? 1 : 0);
-      w.set_attr(path, g::kAttrFlop, flop);
-      w.set_attr(path, g::kAttrEngine, engine_.name());
-      w.set_attr(path, g::kAttrSkipped, skipped);
-      if (skipped != kMeasured) {
-        w.set_attr(path, g::kAttrSkipReason, reason);
-        return;
-      }
-      w.write_array(path, g::kTimeUs, t, {i64, w64});
-      w.write_array(path, g::kTflops, tflops, {i64, w64});
-      w.write_array(path, g::kMaxRelErr, rel_err, {w64});
-      w.write_array(path, g::kErrBoundRatio, ratio, {w64});
-      w.write_array(path, g::kWorstIndex, worst, {w64});
-      w.write_array(path, g::kWorstExpected, expected, {w64});
-      w.write_array(path, g::kWorstGot, got, {w64});
-      w.write_array(path, g::kRowsChecked, rows, {w64});
-      w.write_array(path, g::kOutputHash, hashes, {w64});
-      w.write_array(path, g::kHashGroup, group, {w64});
-      for (std::size_t i = 0; i < groups.size(); ++i) {
-        w.set_attr(path, g::kAttrHashGroupPrefix + std::to_string(i), groups[i]);
-      }
-      w.set_attr(path, g::kAttrHashGroups, static_cast<std::int64_t>(groups.size()));
-      if (!unchecked.empty()) w.set_attr(path, g::kAttrUnchecked, join(unchecked, "; "));
-    });
-  });
+  env_.recorder.write([&](RunWriter& w) { write_gemm_shape(w, path, rec); });
 }
 
 }  // namespace

@@ -433,9 +433,43 @@ std::vector<T> read_dataset_impl(hid_t loc, const std::string& path, Dims* dims,
 
 }  // namespace
 
+std::vector<double> read_dataset_double_rows(hid_t loc, const std::string& path,
+                                             std::uint64_t first, std::uint64_t count, Dims* dims) {
+  Dataset dset = open_dataset(loc, path);
+  Datatype type(SD_H5_CHECK(H5Dget_type(dset.get())));
+  if (!is_numeric(SD_H5_CHECK(H5Tget_class(type.get())))) {
+    throw UsageError("dataset '" + path + "' is not numeric");
+  }
+  Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
+  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  if (rank < 1) throw UsageError("dataset '" + path + "' is a scalar: it has no rows");
+  std::vector<hsize_t> shape(static_cast<std::size_t>(rank));
+  SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), shape.data(), nullptr));
+  std::vector<hsize_t> start(shape.size(), 0), block = shape;
+  start[0] = std::min<hsize_t>(first, shape[0]);
+  block[0] = std::min<hsize_t>(count, shape[0] - start[0]);
+  std::size_t n = 1;
+  for (hsize_t b : block) n *= static_cast<std::size_t>(b);
+  std::vector<double> out(n);
+  if (n > 0) {
+    SD_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                    block.data(), nullptr));
+    Dataspace mem(SD_H5_CHECK(H5Screate_simple(rank, block.data(), nullptr)));
+    SD_H5_CHECK(
+        H5Dread(dset.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), H5P_DEFAULT, out.data()));
+  }
+  if (dims != nullptr) dims->assign(block.begin(), block.end());
+  return out;
+}
+
 void write_dataset(hid_t loc, const std::string& path, std::span<const double> data,
                    const Dims& dims, int compression) {
   write_dataset_impl(loc, path, data, dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+}
+
+void write_dataset(hid_t loc, const std::string& path, std::span<const float> data,
+                   const Dims& dims, int compression) {
+  write_dataset_impl(loc, path, data, dims, compression, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE);
 }
 
 void write_dataset(hid_t loc, const std::string& path, std::span<const std::int64_t> data,
@@ -513,6 +547,12 @@ std::vector<hsize_t> append_chunk_dims(const Dims& row_dims, std::size_t element
   return chunk;
 }
 
+std::uint64_t chunk_bytes(const std::vector<hsize_t>& chunk, std::size_t element_size) {
+  std::uint64_t bytes = element_size;
+  for (hsize_t c : chunk) bytes *= c;
+  return bytes;
+}
+
 template <class T>
 void create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
                        const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
@@ -525,7 +565,8 @@ void create_appendable(hid_t loc, const std::string& path, std::span<const T> ro
   const Dims row_dims(shape.begin() + 1, shape.end());
   const std::vector<hsize_t> chunk = append_chunk_dims(row_dims, sizeof(T));
   SD_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
-  if (compression > 0 && deflate_available()) {
+  if (compression > 0 && chunk_bytes(chunk, sizeof(T)) >= kAppendCompressMinBytes &&
+      deflate_available()) {
     SD_H5_CHECK(H5Pset_shuffle(dcpl.get()));
     SD_H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(compression, 9))));
   }
@@ -574,9 +615,31 @@ Dataset open_appendable(hid_t loc, const std::string& path, const Dims& row_dims
   return dset;
 }
 
+// Grows the entry's dataset by count[0] rows and writes them behind the old ones.
+void append_to(AppendCache::Entry& e, const std::string& path, const void* data,
+               const std::vector<hsize_t>& count, hid_t mem_type) {
+  (void)path;
+  if (count[0] == 0) return;
+  std::vector<hsize_t> extent = count;
+  extent[0] = e.rows + count[0];
+  SD_H5_CHECK(H5Dset_extent(e.dset.get(), extent.data()));
+  Dataspace file_space(
+      SD_H5_CHECK(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr)));
+  std::vector<hsize_t> start(count.size(), 0);
+  start[0] = e.rows;
+  SD_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                  count.data(), nullptr));
+  Dataspace mem_space(
+      SD_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
+  SD_H5_CHECK(
+      H5Dwrite(e.dset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data));
+  e.rows = extent[0];
+}
+
 template <class T>
 void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> rows,
-                      const Dims& row_dims, int compression, hid_t mem_type, hid_t file_type) {
+                      const Dims& row_dims, int compression, hid_t mem_type, hid_t file_type,
+                      AppendCache* cache) {
   std::uint64_t per_row = 1;
   for (std::uint64_t d : row_dims) per_row *= d;
   if (per_row == 0) {
@@ -591,47 +654,98 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   const hsize_t new_rows = rows.size() / per_row;
   std::vector<hsize_t> count{new_rows};
   count.insert(count.end(), row_dims.begin(), row_dims.end());
-  if (!exists(loc, path)) {
-    create_appendable(loc, path, rows, count, compression, mem_type, file_type);
-    return;
+  AppendCache::Entry* entry = cache != nullptr ? cache->find(path) : nullptr;
+  if (entry != nullptr && (entry->file_type != file_type || entry->row_dims != row_dims)) {
+    // Checked in full (with the message naming what differs) by open_appendable below.
+    cache->erase(path);
+    entry = nullptr;
   }
-  Dataset dset = open_appendable(loc, path, row_dims, file_type);
-  if (new_rows == 0) return;
-  std::vector<hsize_t> extent(count.size());
-  {
-    Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
-    SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr));
+  if (entry == nullptr) {
+    if (!exists(loc, path)) {
+      create_appendable(loc, path, rows, count, compression, mem_type, file_type);
+      if (cache != nullptr) {
+        cache->insert(
+            path, {open_appendable(loc, path, row_dims, file_type), file_type, row_dims, new_rows});
+      }
+      return;
+    }
+    Dataset dset = open_appendable(loc, path, row_dims, file_type);
+    hsize_t rows_now = 0;
+    {
+      Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
+      std::vector<hsize_t> extent(count.size());
+      SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr));
+      rows_now = extent[0];
+    }
+    if (cache == nullptr) {
+      AppendCache::Entry once{std::move(dset), file_type, row_dims, rows_now};
+      append_to(once, path, rows.data(), count, mem_type);
+      once.dset.close();
+      return;
+    }
+    entry = cache->insert(path, {std::move(dset), file_type, row_dims, rows_now});
   }
-  const hsize_t old_rows = extent[0];
-  extent[0] = old_rows + new_rows;
-  SD_H5_CHECK(H5Dset_extent(dset.get(), extent.data()));
-  Dataspace file_space(SD_H5_CHECK(H5Dget_space(dset.get())));
-  std::vector<hsize_t> start(count.size(), 0);
-  start[0] = old_rows;
-  SD_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                  count.data(), nullptr));
-  Dataspace mem_space(
-      SD_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
-  SD_H5_CHECK(
-      H5Dwrite(dset.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, rows.data()));
-  dset.close();
+  try {
+    append_to(*entry, path, rows.data(), count, mem_type);
+  } catch (...) {
+    cache->erase(path);  // its row count may no longer be what the file holds
+    throw;
+  }
 }
 
 }  // namespace
 
+AppendCache::Entry* AppendCache::find(const std::string& path) {
+  const auto it = entries_.find(path);
+  if (it == entries_.end()) return nullptr;
+  it->second.last_use = ++uses_;
+  return &it->second;
+}
+
+AppendCache::Entry* AppendCache::insert(const std::string& path, Entry entry) {
+  entries_.erase(path);
+  if (entries_.size() >= kCapacity) {
+    std::string oldest;
+    std::uint64_t when = UINT64_MAX;
+    for (const auto& [p, e] : entries_) {
+      if (e.last_use < when) {
+        when = e.last_use;
+        oldest = p;
+      }
+    }
+    entries_.erase(oldest);
+  }
+  entry.last_use = ++uses_;
+  return &entries_.emplace(path, std::move(entry)).first->second;
+}
+
+void AppendCache::erase(const std::string& path) {
+  entries_.erase(path);
+}
+
+void AppendCache::clear() noexcept {
+  entries_.clear();
+}
+
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
-                 const Dims& row_dims, int compression) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE);
+                 const Dims& row_dims, int compression, AppendCache* cache) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
+                   cache);
+}
+
+void append_rows(hid_t loc, const std::string& path, std::span<const float> rows,
+                 const Dims& row_dims, int compression, AppendCache* cache) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, cache);
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
-                 const Dims& row_dims, int compression) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_INT64, H5T_STD_I64LE);
+                 const Dims& row_dims, int compression, AppendCache* cache) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_INT64, H5T_STD_I64LE, cache);
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
-                 const Dims& row_dims, int compression) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_UINT64, H5T_STD_U64LE);
+                 const Dims& row_dims, int compression, AppendCache* cache) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_UINT64, H5T_STD_U64LE, cache);
 }
 
 DatasetLayout dataset_layout(hid_t loc, const std::string& path) {

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -146,6 +147,8 @@ using Dims = std::vector<std::uint64_t>;
 // product must equal data.size(), else InternalError). Fails if `path` exists.
 void write_dataset(hid_t loc, const std::string& path, std::span<const double> data,
                    const Dims& dims, int compression);
+void write_dataset(hid_t loc, const std::string& path, std::span<const float> data,
+                   const Dims& dims, int compression);
 void write_dataset(hid_t loc, const std::string& path, std::span<const std::int64_t> data,
                    const Dims& dims, int compression);
 void write_dataset(hid_t loc, const std::string& path, std::span<const std::uint64_t> data,
@@ -154,6 +157,11 @@ void write_dataset(hid_t loc, const std::string& path, std::span<const std::uint
 // (empty for a scalar). Throws UsageError for a non-numeric dataset.
 std::vector<double> read_dataset_double(hid_t loc, const std::string& path, Dims* dims = nullptr);
 std::vector<std::int64_t> read_dataset_int64(hid_t loc, const std::string& path,
+                                             Dims* dims = nullptr);
+// Rows [first, first + count) of the first dimension (clipped to what exists), as doubles; dims
+// gets the shape read. UsageError for a scalar or non-numeric dataset.
+std::vector<double> read_dataset_double_rows(hid_t loc, const std::string& path,
+                                             std::uint64_t first, std::uint64_t count,
                                              Dims* dims = nullptr);
 std::vector<std::uint64_t> read_dataset_uint64(hid_t loc, const std::string& path,
                                                Dims* dims = nullptr);
@@ -167,17 +175,52 @@ bool is_compressed(hid_t loc, const std::string& path);
 // the new rows behind the old ones. row_dims may be empty (a 1-D [N] dataset of scalars).
 // Chunks hold whole rows: 1 row when a row is at least kAppendChunkMinBytes, else as many rows as
 // make kAppendChunkMinBytes; a row above kChunkTargetBytes is split like write_dataset's chunks.
-// Always chunked, so with compression > 0 always shuffle + deflate: the total size is unknown at
-// creation, and deflate also shrinks the unfilled tail of the last chunk to almost nothing.
+// Each append rewrites the chunk it lands in, so chunks of small rows stay small (a sweep's
+// per-size scalars: 64 rows of 8 bytes). Chunks of at least kAppendCompressMinBytes are written
+// with shuffle + deflate when compression > 0; smaller ones are stored as they are, where the
+// filter would cost more time than the few bytes it saves.
 // InternalError (naming `path`): rows.size() not a multiple of prod(row_dims), a zero in
 // row_dims, or `path` exists but is not an appendable dataset of this element type and row shape.
-inline constexpr std::uint64_t kAppendChunkMinBytes = 64 * 1024;
+inline constexpr std::uint64_t kAppendChunkMinBytes = 512;
+inline constexpr std::uint64_t kAppendCompressMinBytes = 1024;
+
+// The growing datasets of one open file, kept open by path: a repeated append then skips the
+// path lookup, the open and the checks (most of an append's cost when rows are small). Only for
+// one file id and absolute paths; clear() it before that file is closed (an open dataset keeps
+// the file open). Not thread-safe.
+// At most kCapacity datasets stay open (the least recently used is closed first): each open
+// dataset keeps HDF5's chunk cache, which every flush walks, so a run's hundreds of sweeps must
+// not all stay open.
+class AppendCache {
+ public:
+  static constexpr std::size_t kCapacity = 32;
+  struct Entry {
+    Dataset dset;
+    hid_t file_type;
+    Dims row_dims;
+    hsize_t rows;  // rows in the file
+    std::uint64_t last_use = 0;
+  };
+  Entry* find(const std::string& path);
+  Entry* insert(const std::string& path, Entry entry);
+  void erase(const std::string& path);
+  void clear() noexcept;
+  std::size_t size() const noexcept { return entries_.size(); }
+
+ private:
+  std::unordered_map<std::string, Entry> entries_;
+  std::uint64_t uses_ = 0;
+};
+
+// `cache`: optional, as above.
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
-                 const Dims& row_dims, int compression);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
+void append_rows(hid_t loc, const std::string& path, std::span<const float> rows,
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
 void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
-                 const Dims& row_dims, int compression);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
 void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
-                 const Dims& row_dims, int compression);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
 // Shape and maximum shape of a dataset (H5S_UNLIMITED as UINT64_MAX), chunk shape (empty when not
 // chunked): for tests and diagnostics.
 struct DatasetLayout {

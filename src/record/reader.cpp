@@ -256,6 +256,16 @@ std::vector<double> RunFile::read_doubles(const std::string& path,
   });
 }
 
+std::vector<double> RunFile::read_doubles_rows(const std::string& path, std::uint64_t first,
+                                               std::uint64_t count,
+                                               std::vector<std::uint64_t>* dims) const {
+  const std::string p = absolute_path(path);
+  return read_file(path_, "'" + p + "'", [&](hid_t file) {
+    require_dataset(file, p);
+    return h5::read_dataset_double_rows(file, p, first, count, dims);
+  });
+}
+
 std::vector<std::int64_t> RunFile::read_int64(const std::string& path,
                                               std::vector<std::uint64_t>* dims) const {
   const std::string p = absolute_path(path);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,11 +53,19 @@ class RunFile {
                                        std::vector<std::uint64_t>* dims = nullptr) const;
   std::vector<std::uint64_t> read_uint64(const std::string& path,
                                          std::vector<std::uint64_t>* dims = nullptr) const;
-  // The descriptor's dataset in the group instance `group_path`, as its own element type.
+  // Rows [first, first + count) of a dataset's first dimension (fewer when it has fewer), so a
+  // reader of one message size does not decompress the whole sweep; `dims` gets the shape of what
+  // was read ([count, ...]). UsageError when missing or a scalar.
+  std::vector<double> read_doubles_rows(const std::string& path, std::uint64_t first,
+                                        std::uint64_t count,
+                                        std::vector<std::uint64_t>* dims = nullptr) const;
+  // The descriptor's dataset in the group instance `group_path`, as its own element type
+  // (float32 datasets as double).
   template <class T>
-  std::vector<T> read(const std::string& group_path, const schema::Dataset<T>& d,
-                      std::vector<std::uint64_t>* dims = nullptr) const {
-    if constexpr (std::is_same_v<T, double>) {
+  std::vector<std::conditional_t<std::is_same_v<T, float>, double, T>> read(
+      const std::string& group_path, const schema::Dataset<T>& d,
+      std::vector<std::uint64_t>* dims = nullptr) const {
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
       return read_doubles(d.path(group_path), dims);
     } else if constexpr (std::is_same_v<T, std::int64_t>) {
       return read_int64(d.path(group_path), dims);

@@ -1,5 +1,7 @@
 #include "record/recorder.hpp"
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstdio>
 
@@ -17,6 +19,9 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
   if (ctx.is_root()) {
     try {
       writer_.emplace(RunWriter::create(final_path, meta, compression));
+      // Open for the whole run: every write still ends flushed (readable if the job dies),
+      // without reopening the file, and reloading its metadata, for each message size.
+      writer_->hold_open();
     } catch (const Error& e) {
       code = static_cast<int>(e.code());
       message = e.what();
@@ -28,10 +33,113 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
   SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
   message = bcast_string(ctx.world(), 0, message);
   if (code != 0) throw AgreedError(static_cast<ExitCode>(code), message, ctx.is_root());
+  if (writer_) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    background_ = sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) >= 2;
+    if (background_) thread_ = std::thread([this] { worker(); });
+  }
+}
+
+Recorder::~Recorder() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    thread_.join();
+  }
+}
+
+void Recorder::worker() {
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    running_job_ = true;
+    lock.unlock();
+    {
+      std::lock_guard writer_lock(mutex_);
+      if (!aborted_ && !failure_) {  // after a failure the file takes nothing more
+        try {
+          job.fn(*writer_);
+        } catch (...) {
+          std::lock_guard q(queue_mutex_);
+          failure_ = std::current_exception();
+        }
+      }
+    }
+    lock.lock();
+    running_job_ = false;
+    queued_bytes_ -= job.bytes;
+    queue_changed_.notify_all();
+  }
+}
+
+void Recorder::rethrow_failure() {
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(queue_mutex_);
+    e = failure_;
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+void Recorder::write_async(std::function<void(RunWriter&)> job, std::size_t bytes) {
+  if (!writer_) return;
+  rethrow_failure();
+  if (!background_) {
+    write(job);
+    return;
+  }
+  {
+    std::unique_lock lock(queue_mutex_);
+    // Room for it (one job alone may exceed the bound).
+    queue_changed_.wait(lock, [&] {
+      return queued_bytes_ == 0 || queued_bytes_ + bytes <= kQueueBytes || failure_;
+    });
+    if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
+    queue_.push_back({std::move(job), bytes});
+    queued_bytes_ += bytes;
+  }
+  queue_changed_.notify_all();
+}
+
+void Recorder::drain() {
+  if (!writer_) return;
+  if (background_) {
+    std::unique_lock lock(queue_mutex_);
+    queue_changed_.wait(lock, [this] { return queue_.empty() && !running_job_; });
+  }
+  rethrow_failure();
+}
+
+void Recorder::run_queued_locked() {
+  std::deque<Job> jobs;
+  {
+    std::lock_guard lock(queue_mutex_);
+    jobs.swap(queue_);
+  }
+  for (Job& job : jobs) {
+    if (failure_) break;
+    try {
+      job.fn(*writer_);
+    } catch (...) {
+      std::lock_guard lock(queue_mutex_);
+      failure_ = std::current_exception();
+    }
+  }
+  std::lock_guard lock(queue_mutex_);
+  for (const Job& job : jobs) queued_bytes_ -= job.bytes;
+  queue_changed_.notify_all();
 }
 
 void Recorder::write(const std::function<void(RunWriter&)>& fn) {
   if (!writer_) return;
+  drain();
   std::lock_guard lock(mutex_);
   if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
   fn(*writer_);
@@ -39,6 +147,7 @@ void Recorder::write(const std::function<void(RunWriter&)>& fn) {
 
 void Recorder::finish(const std::string& status) {
   if (!writer_) return;
+  drain();
   std::lock_guard lock(mutex_);
   if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
   if (finished_) return;
@@ -55,7 +164,12 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
     return;
   }
   if (finished_) return;  // complete already: the data is whole, only the shutdown failed
-  aborted_ = true;
+  if (!writer_->broken()) run_queued_locked();  // measured rows still queued go in first
+  {
+    std::lock_guard q(queue_mutex_);
+    aborted_ = true;
+  }
+  queue_changed_.notify_all();
   if (writer_->broken()) {
     std::fprintf(stderr,
                  "shakedown: the run file %s keeps status running: it cannot be written (%s); "

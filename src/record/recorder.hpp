@@ -2,12 +2,16 @@
 // The MPI side of recording: per-rank rows are gathered to rank 0, which alone owns the RunWriter
 // (serial HDF5). Creation is collective so every rank fails the same way when the file cannot be
 // made. The writer is guarded by a mutex because the watchdog thread may mark the file aborted.
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "record/run_meta.hpp"
@@ -36,10 +40,26 @@ class Recorder {
     return gather_records(ctx_.world(), 0, mine);
   }
 
-  // Runs `fn` with the writer on rank 0 only (no-op elsewhere). Each RunWriter call flushes and
-  // closes the file, so a phase's data is safe once its write returns. Once the file is marked
+  // Runs `fn` with the writer on rank 0 only (no-op elsewhere). The writer holds the file open
+  // for the whole run (RunWriter::hold_open) and each of its calls ends with a flush, so a
+  // phase's data is safe once its write returns. Once the file is marked
   // aborted (the job is ending under the main thread's feet), it throws RunAborted instead.
   void write(const std::function<void(RunWriter&)>& fn);
+
+  // Queues `job` for rank 0's writer thread and returns at once (no-op on other ranks): for the
+  // many writes of a phase that measures between them (one per message size), so HDF5's work
+  // and compression overlap the next measurement instead of holding every rank up. `job` owns
+  // what it writes (capture by value). Jobs run in order, and before any later write(); a job's
+  // failure is thrown by the next write_async, write, drain or finish on this thread. The thread
+  // is used only when rank 0 may run on 2 CPUs or more (its affinity mask), so it never takes
+  // the CPU a measurement runs on; otherwise the job runs here, at once. `bytes` is about what
+  // the job holds: queued jobs are held to kQueueBytes, beyond which this waits.
+  static constexpr std::size_t kQueueBytes = 256u << 20;
+  void write_async(std::function<void(RunWriter&)> job, std::size_t bytes);
+  // Waits until every queued job has run; rethrows the first failure of one.
+  void drain();
+  // Whether write_async uses the writer thread (rank 0), for the run file's record of it.
+  bool background() const noexcept { return background_; }
 
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
   // elsewhere.
@@ -47,14 +67,39 @@ class Recorder {
   // From any thread on rank 0: record the reason and mark the file aborted. Gives up (saying so
   // on stderr) if the writer stays busy, rather than deadlocking a hung run, and never reopens
   // a file whose writing failed (a full disk): that file keeps status running, readable.
+  // Queued jobs (measured rows not yet written) are written first.
   void mark_aborted(const std::string& reason) noexcept;
 
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
  private:
+  struct Job {
+    std::function<void(RunWriter&)> fn;
+    std::size_t bytes;
+  };
+  void worker();
+  // Runs queued jobs on this thread (the caller holds mutex_); keeps the first failure.
+  void run_queued_locked();
+  void rethrow_failure();
+
   const Context& ctx_;
   std::optional<RunWriter> writer_;
-  std::timed_mutex mutex_;
+  std::timed_mutex mutex_;  // the writer: held while a job or a write runs
   bool finished_ = false;
   bool aborted_ = false;
+
+  // The writer thread's queue (rank 0 with background_ only).
+  bool background_ = false;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<Job> queue_;
+  std::size_t queued_bytes_ = 0;
+  bool running_job_ = false;
+  bool stopping_ = false;
+  std::exception_ptr failure_;  // the first job that threw, for the main thread
+  std::thread thread_;
 };
 
 }  // namespace shakedown

@@ -9,6 +9,8 @@ std::string_view elem_name(Elem elem) {
   switch (elem) {
     case Elem::kFloat64:
       return "float64";
+    case Elem::kFloat32:
+      return "float32";
     case Elem::kInt64:
       return "int64";
     case Elem::kUint64:
@@ -51,15 +53,15 @@ const std::vector<DatasetSpec>& datasets() {
   static const std::vector<DatasetSpec> all = [] {
     std::vector<DatasetSpec> v(std::begin(kTables), std::end(kTables));
     for (const DatasetSpec& d :
-         {kClockOffsetUs.spec,       kClockRttUs.spec,        coll::kSizes.spec,
-          coll::kCount.spec,         coll::kSkipped.spec,     coll::kTimeUs.spec,
-          coll::kArrivalUs.spec,     coll::kWaitUs.spec,      coll::kWrong.spec,
-          coll::kFirstWrong.spec,    coll::kTimeMedUs.spec,   coll::kTimeP5Us.spec,
-          coll::kTimeP95Us.spec,     coll::kAlgbwGBps.spec,   coll::kBusbwGBps.spec,
-          gemm::kTflops.spec,        gemm::kTimeUs.spec,      gemm::kMaxRelErr.spec,
-          gemm::kErrBoundRatio.spec, gemm::kWorstIndex.spec,  gemm::kWorstExpected.spec,
-          gemm::kWorstGot.spec,      gemm::kRowsChecked.spec, gemm::kOutputHash.spec,
-          gemm::kHashGroup.spec}) {
+         {kClockOffsetUs.spec,     kClockRttUs.spec,          coll::kSizes.spec,
+          coll::kCount.spec,       coll::kSkipped.spec,       coll::kRanks.spec,
+          coll::kTimeUs.spec,      coll::kArrivalUs.spec,     coll::kArrivalBaseUs.spec,
+          coll::kWaitUs.spec,      coll::kWrong.spec,         coll::kFirstWrong.spec,
+          coll::kTimeMedUs.spec,   coll::kTimeP5Us.spec,      coll::kTimeP95Us.spec,
+          coll::kAlgbwGBps.spec,   coll::kBusbwGBps.spec,     gemm::kTflops.spec,
+          gemm::kTimeUs.spec,      gemm::kMaxRelErr.spec,     gemm::kErrBoundRatio.spec,
+          gemm::kWorstIndex.spec,  gemm::kWorstExpected.spec, gemm::kWorstGot.spec,
+          gemm::kRowsChecked.spec, gemm::kOutputHash.spec,    gemm::kHashGroup.spec}) {
       v.push_back(d);
     }
     return v;
@@ -83,6 +85,17 @@ constexpr AttrSpec kAttrs[] = {
     {kRoot, kAttrAbortReason, "string", "why the run was aborted (only then)"},
     {kCollectivesGroup, coll::kAttrBackend, "string", "mpi or nccl"},
     {kCollectivesGroup, coll::kAttrWrongTotal, "int64", "wrong elements over every sweep"},
+    {kCollectivesGroup, coll::kAttrSecondsWall, "float64", "rank 0's seconds in the phase"},
+    {kCollectivesGroup, coll::kAttrSecondsTimed, "float64",
+     "of them, in the timed iterations (barrier and collective)"},
+    {kCollectivesGroup, coll::kAttrSecondsPrepare, "float64",
+     "in allocation, fills, the validation run and its check, and warm-up"},
+    {kCollectivesGroup, coll::kAttrSecondsRecord, "float64",
+     "in gathering each size to rank 0 and writing it (handing it to the writer thread when "
+     "recording is background)"},
+    {kCollectivesGroup, coll::kAttrRecording, "string",
+     "background: rank 0's writer thread wrote each size behind the next measurement (rank 0 "
+     "may use 2 CPUs or more); inline: rank 0 wrote it before going on"},
     {"/collectives/<scope>", coll::kAttrScopeSkipped, "string",
      "why the scope could not run (then it has no sweeps)"},
     {kSweepTemplate, coll::kAttrScope, "string", "world, intra_node, inter_node, rail_<L>"},

@@ -16,8 +16,8 @@ namespace shakedown::schema {
 
 // ---- descriptors ----
 // How a dataset's elements are stored. kTable: a compound dataset, one row per record.
-enum class Elem { kFloat64, kInt64, kUint64, kTable };
-std::string_view elem_name(Elem elem);  // "float64", "int64", "uint64", "table"
+enum class Elem { kFloat64, kFloat32, kInt64, kUint64, kTable };
+std::string_view elem_name(Elem elem);  // "float64", "float32", "int64", "uint64", "table"
 
 // One dataset. `group` is a path template: <scope>, <op>, <dtype>, <mode> and <shape> stand for
 // names chosen at run time. `dims` names each dimension ("S, iters, world"); an appended dataset
@@ -41,10 +41,12 @@ template <class T>
 constexpr Elem elem_of() {
   if constexpr (std::is_same_v<T, double>) {
     return Elem::kFloat64;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return Elem::kFloat32;
   } else if constexpr (std::is_same_v<T, std::int64_t>) {
     return Elem::kInt64;
   } else {
-    static_assert(std::is_same_v<T, std::uint64_t>, "datasets hold double, int64 or uint64");
+    static_assert(std::is_same_v<T, std::uint64_t>, "datasets hold double, float, int64 or uint64");
     return Elem::kUint64;
   }
 }
@@ -71,9 +73,10 @@ std::span<const AttrSpec> all_attrs();
 std::string schema_markdown();
 std::string schema_json();
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 // Readers also read files of these earlier versions (schema 1: arrival_us stamped after the
-// barrier, so lateness is not judged from it).
+// barrier, so lateness is not judged from it; schemas 1-2: a sweep's samples are float64 with a
+// column for every rank, arrival_us on rank 0's clock itself, no `ranks`).
 inline constexpr int kOldestReadableSchema = 1;
 
 // ---- root attributes ----
@@ -226,21 +229,34 @@ inline constexpr Dataset<std::uint64_t> kCount{
 inline constexpr Dataset<std::int64_t> kSkipped{
     {kSweepTemplate, "skipped", Elem::kInt64, "S", "code",
      "0 measured, 1 too small for one element per rank, 2 out of memory (then no timings)"}};
-inline constexpr Dataset<double> kTimeUs{
-    {kSweepTemplate, "time_us", Elem::kFloat64, "S, iters, world", "us",
-     "each rank's collective, from the pre-iteration barrier's release to its completion"}};
-inline constexpr Dataset<double> kArrivalUs{
-    {kSweepTemplate, "arrival_us", Elem::kFloat64, "S, iters, world", "us",
+// The per-rank datasets of a sweep have one column per rank that took part (`ranks`): every
+// rank for world, intra_node and inter_node, one local rank per node for rail_<L>. Samples are
+// float32 microseconds rounded to 12 significant bits: within 2^-12 (0.024%) of what was measured,
+// far below the run-to-run noise of any collective (record/collective_rows.cpp says why);
+// arrivals and waits are also rounded to 1/64 us.
+inline constexpr Dataset<std::int64_t> kRanks{
+    {kSweepTemplate, "ranks", Elem::kInt64, "ranks", "rank",
+     "the world rank of each column of the per-rank datasets (schema 3; before it, every rank in "
+     "rank order)"}};
+inline constexpr Dataset<float> kTimeUs{
+    {kSweepTemplate, "time_us", Elem::kFloat32, "S, iters, ranks", "us",
+     "each rank's collective, from the pre-iteration barrier's release to its completion (12 "
+     "significant bits: within 0.024%)"}};
+inline constexpr Dataset<float> kArrivalUs{
+    {kSweepTemplate, "arrival_us", Elem::kFloat32, "S, iters, ranks", "us",
      "when the rank was ready for the iteration (before the barrier), on rank 0's clock, minus "
-     "the iteration's earliest arrival"}};
-inline constexpr Dataset<double> kWaitUs{
-    {kSweepTemplate, "wait_us", Elem::kFloat64, "S, iters, world", "us",
+     "the iteration's earliest arrival (arrival_base_us); to 1/64 us or 12 significant bits"}};
+inline constexpr Dataset<double> kArrivalBaseUs{
+    {kSweepTemplate, "arrival_base_us", Elem::kFloat64, "S, iters", "us",
+     "the iteration's earliest arrival on rank 0's clock (schema 3)"}};
+inline constexpr Dataset<float> kWaitUs{
+    {kSweepTemplate, "wait_us", Elem::kFloat32, "S, iters, ranks", "us",
      "the rank's time in the pre-iteration barrier (schema 2)", false}};
 inline constexpr Dataset<std::int64_t> kWrong{
-    {kSweepTemplate, "wrong", Elem::kInt64, "S, world", "elements",
+    {kSweepTemplate, "wrong", Elem::kInt64, "S, ranks", "elements",
      "output elements that differ from the expected values, per rank (validated iteration)"}};
 inline constexpr Dataset<std::int64_t> kFirstWrong{{kSweepTemplate, "first_wrong", Elem::kInt64,
-                                                    "S, world", "index",
+                                                    "S, ranks", "index",
                                                     "the first wrong element's index, -1 none"}};
 inline constexpr Dataset<double> kTimeMedUs{
     {kSweepTemplate, "time_med_us", Elem::kFloat64, "S", "us",
@@ -269,6 +285,13 @@ inline constexpr const char* kAttrUnsupported = "unsupported";
 inline constexpr const char* kAttrScopeSkipped = "skipped";
 inline constexpr const char* kAttrBackend = "backend";
 inline constexpr const char* kAttrWrongTotal = "wrong_total";
+// Rank 0's time in the phase: all of it, the timed iterations, the preparation around them
+// (allocation, fills, validation, warm-up) and the recording (gather and writes).
+inline constexpr const char* kAttrSecondsWall = "seconds_wall";
+inline constexpr const char* kAttrSecondsTimed = "seconds_timed";
+inline constexpr const char* kAttrSecondsPrepare = "seconds_prepare";
+inline constexpr const char* kAttrSecondsRecord = "seconds_record";
+inline constexpr const char* kAttrRecording = "recording";  // "background" | "inline"
 }  // namespace coll
 inline constexpr std::int64_t kCollMeasured = 0;
 inline constexpr std::int64_t kCollTooSmall = 1;

@@ -45,7 +45,10 @@ RunWriter::RunWriter(RunWriter&& other) noexcept
       partial_path_(std::move(other.partial_path_)),
       compression_(other.compression_),
       state_(std::exchange(other.state_, State::kMovedFrom)),
-      io_error_(std::move(other.io_error_)) {}
+      io_error_(std::move(other.io_error_)),
+      open_file_(std::exchange(other.open_file_, std::nullopt)),
+      append_cache_(std::move(other.append_cache_)),
+      held_(std::exchange(other.held_, false)) {}
 
 RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
   if (this != &other) {
@@ -54,11 +57,17 @@ RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
     compression_ = other.compression_;
     state_ = std::exchange(other.state_, State::kMovedFrom);
     io_error_ = std::move(other.io_error_);
+    append_cache_.clear();
+    open_file_ = std::exchange(other.open_file_, std::nullopt);
+    append_cache_ = std::move(other.append_cache_);
+    held_ = std::exchange(other.held_, false);
   }
   return *this;
 }
 
-RunWriter::~RunWriter() = default;
+RunWriter::~RunWriter() {
+  append_cache_.clear();  // before the file's own id closes
+}
 
 void RunWriter::require_rank(const schema::DatasetSpec& spec, const std::string& group_path,
                              std::size_t rank) {
@@ -86,6 +95,11 @@ void RunWriter::require_open(const std::string& what) const {
 
 void RunWriter::fail_io(const h5::IoError& e, const std::string& what) {
   state_ = State::kBroken;
+  held_ = false;
+  if (batch_depth_ == 0) {  // a batch drops it when it ends
+    append_cache_.clear();
+    open_file_.reset();
+  }
   io_error_ = e.os_error();
   throw h5::IoError("cannot write the run file '" + partial_path_.string() + "': " + io_error_,
                     "while writing " + what + ": " + e.what() + "; " + e.detail(), io_error_);
@@ -212,6 +226,13 @@ void RunWriter::write_array(const std::string& path, std::span<const double> dat
        [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
 }
 
+void RunWriter::write_array(const std::string& path, std::span<const float> data,
+                            const std::vector<std::uint64_t>& dims) {
+  require_open("write_array " + path);
+  edit("'" + path + "'",
+       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+}
+
 void RunWriter::write_array(const std::string& path, std::span<const std::int64_t> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
@@ -228,8 +249,9 @@ void RunWriter::write_array(const std::string& path, std::span<const std::uint64
 
 void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& fn) {
   try {
-    if (batch_file_) {
-      fn(batch_file_->get());
+    if (open_file_) {
+      fn(open_file_->get());
+      if (batch_depth_ == 0) h5::flush(open_file_->get());  // a batch flushes once, at its end
       return;
     }
     h5::File file = h5::open_file(partial_path_, /*writable=*/true);
@@ -243,29 +265,74 @@ void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& 
   }
 }
 
-void RunWriter::batch(const std::function<void()>& fn) {
-  require_open("a batch of writes");
-  if (batch_file_) {
-    fn();
-    return;
-  }
+void RunWriter::open_for(const std::string& what) {
+  if (open_file_) return;
   try {
-    batch_file_.emplace(h5::open_file(partial_path_, /*writable=*/true));
+    open_file_.emplace(h5::open_file(partial_path_, /*writable=*/true));
   } catch (const h5::IoError& e) {
-    fail_io(e, "a batch of writes");
+    fail_io(e, what);
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "opening '" + partial_path_.string() + "' for writing");
   }
-  struct Close {
-    std::optional<h5::File>& file;
-    ~Close() { file.reset(); }
-  } close{batch_file_};
+}
+
+void RunWriter::close_unless_held(const std::string& what) {
+  if (held_ || batch_depth_ > 0 || !open_file_) return;
+  try {
+    append_cache_.clear();
+    h5::flush(open_file_->get());
+    open_file_->close();
+    open_file_.reset();
+  } catch (const h5::IoError& e) {
+    open_file_.reset();
+    fail_io(e, what);
+  }
+}
+
+void RunWriter::batch(const std::function<void()>& fn) {
+  require_open("a batch of writes");
+  if (batch_depth_ > 0) {
+    fn();
+    return;
+  }
+  open_for("a batch of writes");
+  ++batch_depth_;
+  struct End {
+    RunWriter& w;
+    ~End() {
+      --w.batch_depth_;
+      if (!w.held_ || w.state_ != State::kOpen) {
+        w.append_cache_.clear();
+        w.open_file_.reset();
+      }
+    }
+  } end{*this};
   fn();  // its writes go through edit(), which reports their failures
   try {
-    h5::flush(batch_file_->get());
-    batch_file_->close();
+    h5::flush(open_file_->get());
+    if (!held_) {
+      append_cache_.clear();
+      open_file_->close();
+    }
   } catch (const h5::IoError& e) {
     fail_io(e, "a batch of writes");
+  }
+}
+
+void RunWriter::hold_open() {
+  require_open("hold_open");
+  open_for("holding the file open");
+  held_ = true;
+}
+
+void RunWriter::release() {
+  if (!held_) return;
+  held_ = false;
+  if (state_ == State::kOpen) {
+    close_unless_held("closing the file after a held stretch");
+  } else {
+    append_cache_.clear();
+    open_file_.reset();
   }
 }
 
@@ -273,7 +340,17 @@ void RunWriter::append_rows(const std::string& path, std::span<const double> row
                             const std::vector<std::uint64_t>& row_dims) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+                    open_file_ ? &append_cache_ : nullptr);
+  });
+}
+
+void RunWriter::append_rows(const std::string& path, std::span<const float> rows,
+                            const std::vector<std::uint64_t>& row_dims) {
+  require_open("append_rows " + path);
+  edit("rows of '" + path + "'", [&](hid_t file) {
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+                    open_file_ ? &append_cache_ : nullptr);
   });
 }
 
@@ -281,7 +358,8 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::int64_
                             const std::vector<std::uint64_t>& row_dims) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+                    open_file_ ? &append_cache_ : nullptr);
   });
 }
 
@@ -289,7 +367,8 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::uint64
                             const std::vector<std::uint64_t>& row_dims) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_);
+    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+                    open_file_ ? &append_cache_ : nullptr);
   });
 }
 
@@ -358,6 +437,7 @@ void RunWriter::finish(const std::string& status) {
                         "'");
   }
   set_status(status);
+  release();
   std::error_code ec;
   if (std::filesystem::exists(final_path_, ec)) {
     throw RuntimeFault("cannot rename '" + partial_path_.string() + "' to '" +

@@ -56,6 +56,8 @@ class RunWriter {
   // data.size() must equal the product of dims (InternalError otherwise); a path is written once.
   void write_array(const std::string& path, std::span<const double> data,
                    const std::vector<std::uint64_t>& dims);
+  void write_array(const std::string& path, std::span<const float> data,
+                   const std::vector<std::uint64_t>& dims);
   void write_array(const std::string& path, std::span<const std::int64_t> data,
                    const std::vector<std::uint64_t>& dims);
   void write_array(const std::string& path, std::span<const std::uint64_t> data,
@@ -69,6 +71,8 @@ class RunWriter {
   // row shape and element type never change for one path; a path made by write_array does not
   // grow (InternalError naming the path for each). RunFile's read_* see [N, row_dims...].
   void append_rows(const std::string& path, std::span<const double> rows,
+                   const std::vector<std::uint64_t>& row_dims);
+  void append_rows(const std::string& path, std::span<const float> rows,
                    const std::vector<std::uint64_t>& row_dims);
   void append_rows(const std::string& path, std::span<const std::int64_t> rows,
                    const std::vector<std::uint64_t>& row_dims);
@@ -115,6 +119,15 @@ class RunWriter {
   // (many small appends per message size would otherwise each reopen the file). Nested calls
   // join the outer batch.
   void batch(const std::function<void()>& fn);
+  // Keeps the file open from now until release() (or finish()): every write and batch still
+  // ends with a flush, so what it wrote is on disk and readable by other processes (the
+  // superblock has no open-for-write flag: a writer killed while holding leaves a readable
+  // file), but the file is not reopened for each one, which costs more than a message size's
+  // rows (HDF5 reloads its metadata on every open). For a phase's stretch of many small writes.
+  // Readers in this process see the writer's state through the same open file.
+  void hold_open();
+  void release();  // closes the file (flushed); a no-op when not held
+  bool held() const noexcept { return held_; }
 
   // Root attribute status ("running" | "complete" | "aborted"; InternalError otherwise) and
   // finished_utc = now ("" again for "running"). The file stays .partial.
@@ -148,13 +161,20 @@ class RunWriter {
   void edit(const std::string& what, const std::function<void(hid_t)>& fn);
   // Marks the writer broken by `e` and throws the user-facing IoError.
   [[noreturn]] void fail_io(const h5::IoError& e, const std::string& what);
+  // Opens the file into open_file_ unless it is open already (errors as edit()'s).
+  void open_for(const std::string& what);
+  // Flushes and closes open_file_ unless a batch or a hold keeps it.
+  void close_unless_held(const std::string& what);
 
   std::filesystem::path final_path_;
   std::filesystem::path partial_path_;
   int compression_ = 0;
   State state_ = State::kOpen;
   std::string io_error_;
-  std::optional<h5::File> batch_file_;
+  std::optional<h5::File> open_file_;  // during a batch, or while held
+  h5::AppendCache append_cache_;       // open datasets of open_file_ (cleared before it closes)
+  int batch_depth_ = 0;
+  bool held_ = false;
 };
 
 }  // namespace shakedown

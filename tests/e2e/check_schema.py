@@ -12,7 +12,7 @@ import sys
 
 import h5py
 
-TYPES = {"float64": "<f8", "int64": "<i8", "uint64": "<u8"}
+TYPES = {"float64": "<f8", "float32": "<f4", "int64": "<i8", "uint64": "<u8"}
 
 
 def fail(msg):
@@ -54,6 +54,14 @@ def main():
                 if obj.ndim != len(s["dims"]):
                     fail(f"{full}: declared [{', '.join(s['dims'])}], stored shape {obj.shape}")
             found.append((group, s))
+            # A dimension named "ranks" is the group's columns: as long as its `ranks` dataset.
+            if "ranks" in s["dims"] and s["name"] != "ranks":
+                if "ranks" not in obj.parent:
+                    fail(f"{full}: has a [ranks] dimension but {group} has no ranks dataset")
+                want = obj.parent["ranks"].shape[0]
+                got = obj.shape[s["dims"].index("ranks")]
+                if got != want:
+                    fail(f"{full}: {got} columns, {group}/ranks lists {want} ranks")
 
         f.visititems(visit)
         groups = {}

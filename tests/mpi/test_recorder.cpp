@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <cstdint>
 #include <filesystem>
+#include <span>
 
 #include "record/reader.hpp"
 #include "record/recorder.hpp"
@@ -68,4 +70,67 @@ TEST(Recorder, UnwritableOutputFailsOnEveryRank) {
   int all = threw;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   EXPECT_EQ(all, 1);
+}
+
+namespace {
+std::filesystem::path shared_temp(const Context& ctx, const std::string& tag) {
+  return bcast_string(ctx.world(), 0,
+                      ctx.is_root() ? std::filesystem::temp_directory_path().string() + "/sd-" +
+                                          tag + "-" + std::to_string(getpid())
+                                    : "");
+}
+}  // namespace
+
+// write_async: jobs run in order and before a later write(); a failing job's error comes out of
+// the next call on the main thread; mark_aborted writes what is still queued first.
+TEST(Recorder, BackgroundWritesKeepOrderAndReportFailures) {
+  Context ctx = Context::create(MPI_COMM_WORLD, 0);
+  const std::filesystem::path dir = shared_temp(ctx, "async");
+  RunMeta meta;
+  meta.world_size = ctx.world_size();
+  {
+    Recorder rec(ctx, dir / "run.h5", meta, 4);
+    for (std::int64_t i = 0; i < 50; ++i) {
+      rec.write_async(
+          [i](RunWriter& w) {
+            w.append_rows("/t/order", std::span<const std::int64_t>(&i, 1), {});
+          },
+          8);
+    }
+    rec.write([](RunWriter& w) { w.set_attr("/t", "after", std::int64_t{1}); });
+    rec.write_async([](RunWriter&) { throw RuntimeFault("job failed on purpose"); }, 1);
+    bool threw = false;
+    try {
+      rec.drain();
+    } catch (const RuntimeFault& e) {
+      threw = std::string(e.what()).find("on purpose") != std::string::npos;
+    }
+    EXPECT_EQ(threw, ctx.is_root());  // other ranks have no writer
+  }
+  {
+    Recorder rec(ctx, dir / "aborted.h5", meta, 4);
+    for (std::int64_t i = 0; i < 20; ++i) {
+      rec.write_async(
+          [i](RunWriter& w) {
+            w.append_rows("/t/queued", std::span<const std::int64_t>(&i, 1), {});
+          },
+          8);
+    }
+    rec.mark_aborted("test: ending");
+    if (ctx.is_root()) {
+      EXPECT_THROW(rec.write_async([](RunWriter&) {}, 1), RunAborted);
+    }
+  }
+  MPI_Barrier(ctx.world());
+  if (ctx.is_root()) {
+    const RunFile f = RunFile::open(dir / "run.h5.partial");  // never finished
+    std::vector<std::int64_t> want(50);
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<std::int64_t>(i);
+    EXPECT_EQ(f.read_int64("/t/order"), want);
+    EXPECT_EQ(f.attr_int64("/t", "after"), 1);
+    const RunFile a = RunFile::open(dir / "aborted.h5");
+    EXPECT_EQ(a.meta().status, "aborted");
+    EXPECT_EQ(a.read_int64("/t/queued").size(), 20u);  // every queued row made it
+    std::filesystem::remove_all(dir);
+  }
 }

@@ -4,7 +4,9 @@
 
 #include "temp_dir.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <numeric>
@@ -94,7 +96,7 @@ TEST(RecordAppend, OneDimensionalRowsGrowOneThreeOne) {
   const h5::DatasetLayout layout = layout_of(w.partial_path(), path);
   EXPECT_EQ(layout.dims, (Dims{5, 4}));
   EXPECT_EQ(layout.max_dims, (Dims{kUnlimited, 4}));
-  // 32-byte rows: 2048 rows make a 64 KiB chunk.
+  // 32-byte rows: 16 rows make a 512-byte chunk.
   EXPECT_EQ(layout.chunk, (Dims{h5::kAppendChunkMinBytes / 32, 4}));
   EXPECT_FALSE(compressed(w.partial_path(), path));  // compression 0
 
@@ -130,7 +132,40 @@ TEST(RecordAppend, TwoDimensionalRowsCompressedAndRelativePath) {
   const h5::DatasetLayout layout = layout_of(w.partial_path(), path);
   EXPECT_EQ(layout.max_dims, (Dims{kUnlimited, 3, 4}));
   EXPECT_EQ(layout.chunk, (Dims{h5::kAppendChunkMinBytes / 96 + 1, 3, 4}));  // 96-byte rows
-  EXPECT_TRUE(compressed(w.partial_path(), path));  // always, when compression > 0
+  // A 576-byte chunk: below kAppendCompressMinBytes, stored as it is.
+  EXPECT_FALSE(compressed(w.partial_path(), path));
+}
+
+TEST(RecordAppend, LargeRowsOneChunkEachCompressedAndFloat32) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  const Dims row{20, 64};  // [iters, world] of float32: 5 KiB rows
+  std::vector<float> s0(20 * 64), s1(20 * 64);
+  for (std::size_t i = 0; i < s0.size(); ++i) {
+    s0[i] = 1.5f + static_cast<float>(i) * 0.25f;
+    s1[i] = -static_cast<float>(i);
+  }
+  s1[7] = std::numeric_limits<float>::quiet_NaN();
+  const std::string path = "/collectives/world/all_reduce/time_us";
+  w.append_rows(path, s0, row);
+  w.append_rows(path, s1, row);
+  Dims dims;
+  const std::vector<double> back = RunFile::open(w.partial_path()).read_doubles(path, &dims);
+  EXPECT_EQ(dims, (Dims{2, 20, 64}));
+  ASSERT_EQ(back.size(), 2 * s0.size());
+  for (std::size_t i = 0; i < s0.size(); ++i) {
+    EXPECT_EQ(back[i], static_cast<double>(s0[i]));
+    if (i != 7) {
+      EXPECT_EQ(back[s0.size() + i], static_cast<double>(s1[i]));
+    }
+  }
+  EXPECT_TRUE(std::isnan(back[s0.size() + 7]));
+  const h5::DatasetLayout layout = layout_of(w.partial_path(), path);
+  EXPECT_EQ(layout.chunk, (Dims{1, 20, 64}));       // one row per chunk: an append writes one
+  EXPECT_TRUE(compressed(w.partial_path(), path));  // a 5 KiB chunk is worth the filter
+  // Rows of one element type only: doubles do not go into a float32 dataset.
+  const std::vector<double> d(20 * 64, 1.0);
+  EXPECT_THROW(w.append_rows(path, d, row), InternalError);
 }
 
 TEST(RecordAppend, IntegerOverloadsAndScalarRows) {
@@ -275,6 +310,35 @@ TEST(RecordAppend, RefusedAfterFinish) {
   w.finish("aborted");
   EXPECT_THROW(w.append_rows("/x", std::vector<double>{2.0}, {1}), InternalError);
   EXPECT_EQ(RunFile::open(w.final_path()).read_doubles("/x"), (std::vector<double>{1.0}));
+}
+
+// hold_open: the file stays open between writes, each still flushed; a reader in this process
+// (and another process) sees every write; release() and finish() close it.
+TEST(RecordAppend, HeldFileIsFlushedAfterEveryWrite) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  w.hold_open();
+  EXPECT_TRUE(w.held());
+  const std::string path = "/collectives/world/all_reduce/sizes";
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    w.append_rows(path, std::span<const std::uint64_t>(&i, 1), {});
+  }
+  w.batch([&] { w.set_attr("/collectives", "in_batch", std::int64_t{7}); });
+  {
+    const RunFile f = RunFile::open(w.partial_path());
+    EXPECT_EQ(f.read_uint64(path).size(), 40u);
+    EXPECT_EQ(f.attr_int64("/collectives", "in_batch"), 7);
+  }
+  // Another process (h5dump) reads what was flushed while this one holds the file open.
+  const std::string cmd = "h5dump -H -d " + path + " " + w.partial_path().string() +
+                          " 2>&1 | grep -q 'SIMPLE { ( 40 )'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  w.release();
+  EXPECT_FALSE(w.held());
+  w.append_rows(path, std::span<const std::uint64_t>{}, {});  // no rows: nothing changes
+  w.hold_open();
+  w.finish("complete");  // closes the held file before the rename
+  EXPECT_EQ(RunFile::open(w.final_path()).read_uint64(path).size(), 40u);
 }
 
 }  // namespace

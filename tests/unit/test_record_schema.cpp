@@ -59,6 +59,7 @@ TEST(RecordSchema, DescriptorsAreWellFormedAndUnique) {
   }
   EXPECT_EQ(schema::coll::kTimeUs.spec.rank(), 3u);
   EXPECT_EQ(schema::gemm::kOutputHash.spec.elem, schema::Elem::kUint64);
+  EXPECT_EQ(schema::coll::kTimeUs.spec.elem, schema::Elem::kFloat32);
   EXPECT_EQ(schema::sweep_group("world", "all_reduce", "float32_sum", "in_place"),
             "/collectives/world/all_reduce/float32_sum/in_place");
 }
@@ -71,7 +72,8 @@ TEST(RecordSchema, WriterHoldsDatasetsToTheirDeclaredDimensions) {
   RunWriter w = RunWriter::create(out, meta, 1);
   const std::string sweep = schema::sweep_group("world", "all_reduce", "float32_sum", "in_place");
   const std::vector<double> t = {1, 2, 3, 4};
-  w.append_rows(sweep, schema::coll::kTimeUs, t, {2, 2});  // [S, iters, world]
+  const std::vector<float> tf = {1, 2, 3, 4};
+  w.append_rows(sweep, schema::coll::kTimeUs, tf, {2, 2});  // [S, iters, ranks], float32
   EXPECT_THROW(w.append_rows(sweep, schema::coll::kAlgbwGBps, t, {4}), InternalError);
   EXPECT_THROW(w.write_array(schema::gemm_group("s"), schema::gemm::kTflops, t, {4}),
                InternalError);
@@ -79,7 +81,7 @@ TEST(RecordSchema, WriterHoldsDatasetsToTheirDeclaredDimensions) {
   w.finish(schema::kStatusComplete);
   const RunFile f = RunFile::open(out);
   std::vector<std::uint64_t> dims;
-  EXPECT_EQ(f.read(sweep, schema::coll::kTimeUs, &dims), t);
+  EXPECT_EQ(f.read(sweep, schema::coll::kTimeUs, &dims), t);  // float32 read as double
   EXPECT_EQ(dims, (std::vector<std::uint64_t>{1, 2, 2}));
   EXPECT_EQ(f.read(schema::gemm_group("s"), schema::gemm::kTflops), t);
   EXPECT_FALSE(f.has(sweep, schema::coll::kWrong));

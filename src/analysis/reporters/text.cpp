@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <tuple>
+
+#include "topology/cpu_list.hpp"
 
 namespace shakedown {
 
@@ -121,6 +124,33 @@ std::string format_topology_compact(const std::vector<RankInfo>& ranks) {
     if (!r.nic.empty() && std::find(n.nics.begin(), n.nics.end(), r.nic) == n.nics.end()) {
       n.nics.push_back(r.nic);
     }
+  }
+  if (nodes.size() > 16) {
+    // Many nodes: one row per kind of node (ranks, GPUs, NICs), its nodes as index ranges.
+    struct Kind {
+      std::vector<int> nodes;
+      std::string first_host, last_host;
+      int ranks = 0;
+    };
+    std::map<std::tuple<std::size_t, int, std::string>, Kind> kinds;
+    for (const auto& [index, n] : nodes) {
+      std::string nics;
+      for (const auto& nic : n.nics) nics += (nics.empty() ? "" : ",") + nic;
+      Kind& k = kinds[{n.ranks.size(), n.gpus, nics}];
+      if (k.nodes.empty()) k.first_host = n.host;
+      k.last_host = n.host;
+      k.nodes.push_back(index);
+      k.ranks += static_cast<int>(n.ranks.size());
+    }
+    Table t({"nodes", "hosts", "ranks", "gpus", "nics"});
+    for (const auto& [key, k] : kinds) {
+      const auto& [per, gpus, nics] = key;
+      t.add({format_cpu_list(k.nodes) + " (" + std::to_string(k.nodes.size()) + ")",
+             k.first_host + (k.nodes.size() > 1 ? " .. " + k.last_host : ""),
+             std::to_string(per) + " each (" + std::to_string(k.ranks) + ")",
+             std::to_string(gpus) + " each", or_dash(nics)});
+    }
+    return t.str();
   }
   Table t({"node", "host", "ranks", "gpus", "nics"});
   for (const auto& [index, n] : nodes) {

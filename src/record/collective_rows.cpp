@@ -1,0 +1,171 @@
+#include "record/collective_rows.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "record/schema.hpp"
+#include "runtime/mpi.hpp"
+
+#include <bit>
+
+namespace shakedown {
+
+namespace {
+
+// Samples keep kSampleBits significant bits (round to nearest): a relative error of at most
+// 2^-kSampleBits (0.024%), far below the run-to-run noise of any collective and of the same
+// order as the clock's resolution on the fastest ones; the zeroed low bits cost deflate almost
+// nothing, which halves the file. Arrivals and barrier waits are also rounded to 1/64 us: they
+// are offsets between clocks that agree to about half a ping-pong (a microsecond or more).
+constexpr int kSampleBits = 12;
+constexpr double kOffsetStepUs = 1.0 / 64;
+
+float round_significant(double x) {
+  const auto f = static_cast<float>(x);
+  if (!std::isfinite(f)) return f;
+  constexpr int drop = 24 - kSampleBits;  // float32 has a 24-bit significand
+  auto u = std::bit_cast<std::uint32_t>(f);
+  u += 1u << (drop - 1);
+  u &= ~((1u << drop) - 1u);
+  return std::bit_cast<float>(u);
+}
+
+float round_offset(double x) {
+  if (!std::isfinite(x)) return static_cast<float>(x);
+  return round_significant(std::nearbyint(x / kOffsetStepUs) * kOffsetStepUs);
+}
+
+}  // namespace
+
+GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRankResult& mine) {
+  int rank = 0, size = 0;
+  SD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  SD_MPI_CHECK(MPI_Comm_size(comm, &size));
+  const std::size_t iters = mine.time_us.size();
+  if (mine.arrival_us.size() != iters || mine.wait_us.size() != iters) {
+    throw InternalError("gather_collective_size: time, arrival and wait differ in length");
+  }
+  // [time x iters, arrival x iters, wait x iters, wrong, first_wrong, expected, got]
+  const std::size_t per = 3 * iters + 4;
+  std::vector<double> packed(per);
+  std::copy(mine.time_us.begin(), mine.time_us.end(), packed.begin());
+  std::copy(mine.arrival_us.begin(), mine.arrival_us.end(), packed.begin() + iters);
+  std::copy(mine.wait_us.begin(), mine.wait_us.end(), packed.begin() + 2 * iters);
+  packed[3 * iters] = mine.wrong;
+  packed[3 * iters + 1] = mine.first_wrong;
+  packed[3 * iters + 2] = mine.expected;
+  packed[3 * iters + 3] = mine.got;
+  std::vector<double> all;
+  if (rank == root) all.assign(per * static_cast<std::size_t>(size), 0.0);
+  SD_MPI_CHECK(MPI_Gather(packed.data(), static_cast<int>(per), MPI_DOUBLE, all.data(),
+                          static_cast<int>(per), MPI_DOUBLE, root, comm));
+  GatheredSize out;
+  if (rank != root) return out;
+  const auto world = static_cast<std::size_t>(size);
+  out.iters = iters;
+  out.world = world;
+  out.time_us.resize(iters * world);
+  out.arrival_us.resize(iters * world);
+  out.wait_us.resize(iters * world);
+  out.wrong.resize(world);
+  out.first_wrong.resize(world);
+  out.expected.resize(world);
+  out.got.resize(world);
+  for (std::size_t r = 0; r < world; ++r) {
+    const double* p = &all[r * per];
+    for (std::size_t i = 0; i < iters; ++i) {  // transposed to [iters, world]
+      out.time_us[i * world + r] = p[i];
+      out.arrival_us[i * world + r] = p[iters + i];
+      out.wait_us[i * world + r] = p[2 * iters + i];
+    }
+    out.wrong[r] = static_cast<std::int64_t>(p[3 * iters]);
+    out.first_wrong[r] = static_cast<std::int64_t>(p[3 * iters + 1]);
+    out.expected[r] = p[3 * iters + 2];
+    out.got[r] = p[3 * iters + 3];
+  }
+  return out;
+}
+
+void write_collective_header(RunWriter& w, const std::string& path, const CollectiveSweepHeader& h,
+                             std::span<const std::int64_t> ranks) {
+  namespace c = schema::coll;
+  w.batch([&] {
+    w.write_array(path, c::kRanks, ranks, {ranks.size()});
+    w.set_attr(path, c::kAttrScope, h.scope);
+    w.set_attr(path, c::kAttrCollective, h.collective);
+    w.set_attr(path, c::kAttrDtype, h.dtype);
+    w.set_attr(path, c::kAttrReduceOp, h.reduce_op);
+    w.set_attr(path, c::kAttrInPlace, h.in_place ? 1 : 0);
+    w.set_attr(path, c::kAttrNranks, h.nranks);
+    w.set_attr(path, c::kAttrBusbwFactor, h.busbw_factor);
+    w.set_attr(path, c::kAttrLinkGBps, h.link_GBps);
+    w.set_attr(path, c::kAttrPlannedSizes, h.planned_sizes);
+  });
+}
+
+void append_collective_size(RunWriter& w, const std::string& path,
+                            std::span<const std::int64_t> ranks, const CollectiveSizeRow& row) {
+  const std::size_t iters = row.iters;
+  const std::size_t world = row.wrong.size();
+  const std::size_t n = ranks.size();
+  const auto where = [&] { return "collectives row of '" + path + "'"; };
+  for (std::span<const double> s : {row.time_us, row.arrival_us, row.wait_us}) {
+    if (s.size() != iters * world) {
+      throw InternalError(where() + ": " + std::to_string(s.size()) + " samples, not " +
+                          std::to_string(iters) + " iterations x " + std::to_string(world) +
+                          " ranks");
+    }
+  }
+  if (row.first_wrong.size() != world) throw InternalError(where() + ": first_wrong per rank");
+  for (std::int64_t r : ranks) {
+    if (r < 0 || static_cast<std::size_t>(r) >= world) {
+      throw InternalError(where() + ": column rank " + std::to_string(r) + " outside the world");
+    }
+  }
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  std::vector<float> time(iters * n), arrival(iters * n), wait(iters * n);
+  std::vector<double> base(iters, kNaN);
+  for (std::size_t i = 0; i < iters; ++i) {
+    const double* a = &row.arrival_us[i * world];
+    double earliest = kNaN;
+    for (std::int64_t r : ranks) {
+      const double v = a[r];
+      if (std::isfinite(v) && !(v >= earliest)) earliest = v;
+    }
+    base[i] = earliest;
+    for (std::size_t c = 0; c < n; ++c) {
+      const auto r = static_cast<std::size_t>(ranks[c]);
+      time[i * n + c] = round_significant(row.time_us[i * world + r]);
+      wait[i * n + c] = round_offset(row.wait_us[i * world + r]);
+      arrival[i * n + c] = round_offset(a[r] - earliest);  // NaN stays NaN
+    }
+  }
+  std::vector<std::int64_t> wrong(n), first(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    wrong[c] = row.wrong[static_cast<std::size_t>(ranks[c])];
+    first[c] = row.first_wrong[static_cast<std::size_t>(ranks[c])];
+  }
+  w.batch([&] {
+    namespace c = schema::coll;
+    const std::uint64_t i64 = iters, n64 = n;
+    w.append_rows(path, c::kSizes, std::span<const std::uint64_t>(&row.bytes, 1), {});
+    w.append_rows(path, c::kCount, std::span<const std::uint64_t>(&row.count, 1), {});
+    w.append_rows(path, c::kSkipped, std::span<const std::int64_t>(&row.skipped, 1), {});
+    w.append_rows(path, c::kTimeUs, time, {i64, n64});
+    w.append_rows(path, c::kArrivalUs, arrival, {i64, n64});
+    w.append_rows(path, c::kArrivalBaseUs, base, {i64});
+    w.append_rows(path, c::kWaitUs, wait, {i64, n64});
+    w.append_rows(path, c::kWrong, wrong, {n64});
+    w.append_rows(path, c::kFirstWrong, first, {n64});
+    w.append_rows(path, c::kTimeMedUs, std::span<const double>(&row.time_med_us, 1), {});
+    w.append_rows(path, c::kTimeP5Us, std::span<const double>(&row.time_p5_us, 1), {});
+    w.append_rows(path, c::kTimeP95Us, std::span<const double>(&row.time_p95_us, 1), {});
+    w.append_rows(path, c::kAlgbwGBps, std::span<const double>(&row.algbw_GBps, 1), {});
+    w.append_rows(path, c::kBusbwGBps, std::span<const double>(&row.busbw_GBps, 1), {});
+  });
+}
+
+}  // namespace shakedown

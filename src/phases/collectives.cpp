@@ -281,7 +281,8 @@ class Sweep {
       comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
       check();
     }
-    fill();
+    // Out of place the collective only reads its input: the validation run's fill still holds.
+    if (!validate || in_place_) fill();
     for (int i = 0; i < cfg.warmup; ++i)
       comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
     comm.synchronize();

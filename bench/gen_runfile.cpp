@@ -170,7 +170,17 @@ int main(int argc, char** argv) {
         ++sweeps;
         for (std::uint64_t bytes : sizes) {
           const sd::CollectiveCounts counts = info->counts(bytes, 4, scope.nranks);
-          std::vector<double> t(it * nw, NAN), a(it * nw, NAN), wt(it * nw, NAN);
+          sd::GatheredSize g;
+          g.iters = it;
+          g.world = nw;
+          g.time_us.assign(it * nw, NAN);
+          g.arrival_us.assign(it * nw, NAN);
+          g.wait_us.assign(it * nw, NAN);
+          g.wrong.assign(nw, 0);
+          g.first_wrong.assign(nw, -1);
+          std::vector<double>& t = g.time_us;
+          std::vector<double>& a = g.arrival_us;
+          std::vector<double>& wt = g.wait_us;
           const double model = scope.alpha_us + static_cast<double>(counts.bytes) /
                                                     (scope.GBps * 1e3) / info->busbw_factor(2);
           for (std::size_t i = 0; i < it; ++i) {
@@ -189,26 +199,15 @@ int main(int argc, char** argv) {
             }
             clock_us = latest + model * 1.5 + 5;
           }
-          const std::vector<double> duration = sd::iteration_durations(t, nw);
-          const double med = sd::median(duration);
-          std::vector<std::int64_t> wrong(nw, 0), first(nw, -1);
-          sd::CollectiveSizeRow row;
-          row.bytes = bytes;
-          row.count = counts.unit;
-          row.skipped = counts.unit == 0 ? sd::schema::kCollTooSmall : sd::schema::kCollMeasured;
-          row.iters = it;
-          row.time_us = t;
-          row.arrival_us = a;
-          row.wait_us = wt;
-          row.wrong = wrong;
-          row.first_wrong = first;
-          row.time_med_us = med;
-          row.time_p5_us = sd::percentile(duration, 0.05);
-          row.time_p95_us = sd::percentile(duration, 0.95);
-          row.algbw_GBps = sd::algbw_gbps(counts.bytes, med * 1e-6);
-          row.busbw_GBps = row.algbw_GBps * info->busbw_factor(scope.nranks);
+          sd::CollectiveSizeStats stats;
+          stats.bytes = bytes;
+          stats.count = counts.unit;
+          stats.skipped = counts.unit == 0 ? sd::schema::kCollTooSmall : sd::schema::kCollMeasured;
+          sd::set_iteration_stats(stats, g);
+          stats.algbw_GBps = sd::algbw_gbps(counts.bytes, stats.time_med_us * 1e-6);
+          stats.busbw_GBps = stats.algbw_GBps * info->busbw_factor(scope.nranks);
           const auto t0 = std::chrono::steady_clock::now();
-          sd::append_collective_size(w, path, scope.ranks, row);
+          sd::append_collective_size(w, path, scope.ranks, stats, g);
           row_ms.push_back(seconds_since(t0) * 1e3);
         }
       }

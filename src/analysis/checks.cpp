@@ -311,14 +311,17 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     for (const SweepData& s : data.sweeps) {
       if (s.scope != schema::kScopeWorld || s.mode != "out_of_place") continue;
       if (s.measured() == 0 || !file.has(s.path, schema::coll::kArrivalUs)) continue;
-      for (std::size_t z = 0; z < s.sizes.size(); ++z) {
+      std::size_t iters = 0, iters_t = 0, rows = 0, rows_t = 0;
+      const std::vector<double> arrivals =
+          read_sweep_samples(file, s, schema::coll::kArrivalUs, &iters, &rows);
+      const std::vector<double> times =
+          read_sweep_samples(file, s, schema::coll::kTimeUs, &iters_t, &rows_t);
+      if (iters == 0 || iters_t != iters || rows_t != rows) continue;
+      const std::size_t world = s.world;
+      for (std::size_t z = 0; z < s.sizes.size() && z < rows; ++z) {
         if (s.skipped[z] != schema::kCollMeasured) continue;
-        std::size_t iters = 0, iters_t = 0;
-        const std::vector<double> arrival =
-            read_size_samples(file, s, schema::coll::kArrivalUs, z, &iters);
-        const std::vector<double> time = read_size_times(file, s, z, &iters_t);
-        if (iters == 0 || iters_t != iters) continue;
-        const std::size_t world = s.world;
+        const double* arrival = &arrivals[z * iters * world];
+        const double* time = &times[z * iters * world];
         StragglerCase c{sweep_name(s) + " " + format_size(s.sizes[z]), {}, iters, world, 0};
         c.values.assign(iters * world, std::nan(""));
         std::vector<double> durations;

@@ -163,23 +163,54 @@ CollectivesData read_collectives(const RunFile& f) {
   return out;
 }
 
-std::vector<double> read_size_samples(const RunFile& f, const SweepData& sweep,
-                                      const schema::Dataset<float>& d, std::size_t size,
-                                      std::size_t* iters) {
+namespace {
+
+// Rows [first, first + count) of a [S, iters, columns] dataset, widened to [rows, iters, world]
+// (NaN for ranks without a column); *iters = 0 when the dataset is missing or of another shape.
+std::vector<double> read_widened(const RunFile& f, const SweepData& sweep,
+                                 const schema::Dataset<float>& d, std::uint64_t first,
+                                 std::uint64_t count, std::size_t* iters, std::size_t* rows) {
   *iters = 0;
+  *rows = 0;
   if (!f.has(sweep.path, d)) return {};
   std::vector<std::uint64_t> dims;
-  const std::vector<double> row = f.read_doubles_rows(d.path(sweep.path), size, 1, &dims);
+  const std::vector<double> in = f.read_doubles_rows(d.path(sweep.path), first, count, &dims);
   const std::size_t n = sweep.columns.size();
-  if (dims.size() != 3 || dims[0] != 1 || dims[2] != n || n == 0) return {};
+  if (dims.size() != 3 || dims[2] != n || n == 0) return {};
+  *rows = dims[0];
   *iters = dims[1];
-  std::vector<double> out(*iters * sweep.world, std::nan(""));
-  for (std::size_t i = 0; i < *iters; ++i) {
-    for (std::size_t c = 0; c < n; ++c) {
-      if (sweep.columns[c] < sweep.world) out[i * sweep.world + sweep.columns[c]] = row[i * n + c];
+  const std::size_t w = sweep.world, per = *iters;
+  std::vector<double> out(*rows * per * w, std::nan(""));
+  for (std::size_t z = 0; z < *rows; ++z) {
+    for (std::size_t i = 0; i < per; ++i) {
+      const double* src = &in[(z * per + i) * n];
+      double* dst = &out[(z * per + i) * w];
+      for (std::size_t c = 0; c < n; ++c) {
+        if (sweep.columns[c] < w) dst[sweep.columns[c]] = src[c];
+      }
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<double> read_size_samples(const RunFile& f, const SweepData& sweep,
+                                      const schema::Dataset<float>& d, std::size_t size,
+                                      std::size_t* iters) {
+  std::size_t rows = 0;
+  std::vector<double> out = read_widened(f, sweep, d, size, 1, iters, &rows);
+  if (rows != 1) {
+    *iters = 0;
+    return {};
+  }
+  return out;
+}
+
+std::vector<double> read_sweep_samples(const RunFile& f, const SweepData& sweep,
+                                       const schema::Dataset<float>& d, std::size_t* iters,
+                                       std::size_t* sizes) {
+  return read_widened(f, sweep, d, 0, UINT64_MAX, iters, sizes);
 }
 
 std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, std::size_t size,

@@ -59,6 +59,10 @@ std::string attr_or(const RunFile& file, const std::string& path, const char* na
 std::vector<double> read_size_samples(const RunFile& file, const SweepData& sweep,
                                       const schema::Dataset<float>& d, std::size_t size,
                                       std::size_t* iters);
+// The same for every size at once, [S, iters, world] (*sizes gets S): one read per sweep.
+std::vector<double> read_sweep_samples(const RunFile& file, const SweepData& sweep,
+                                       const schema::Dataset<float>& d, std::size_t* iters,
+                                       std::size_t* sizes);
 // Per-iteration times [iters, world] of one size of a sweep (for per-node and per-rank views).
 std::vector<double> read_size_times(const RunFile& file, const SweepData& sweep, std::size_t size,
                                     std::size_t* iters);

@@ -202,10 +202,11 @@ class Sweep {
     const int mine = scope_.comm != nullptr ? 1 : 0;
     std::vector<int> part(env_.ctx.is_root() ? static_cast<std::size_t>(env_.ctx.world_size()) : 0);
     SD_MPI_CHECK(MPI_Gather(&mine, 1, MPI_INT, part.data(), 1, MPI_INT, 0, env_.ctx.world()));
-    columns_.clear();
+    std::vector<std::int64_t> columns;
     for (std::size_t r = 0; r < part.size(); ++r) {
-      if (part[r] != 0) columns_.push_back(static_cast<std::int64_t>(r));
+      if (part[r] != 0) columns.push_back(static_cast<std::int64_t>(r));
     }
+    columns_ = std::make_shared<const std::vector<std::int64_t>>(std::move(columns));
     CollectiveSweepHeader h;
     h.scope = scope_.name;
     h.collective = std::string(info_.name);
@@ -216,10 +217,9 @@ class Sweep {
     h.busbw_factor = info_.busbw_factor(scope_.nranks);
     h.link_GBps = scope_.link_GBps;
     h.planned_sizes = static_cast<std::int64_t>(nsizes);
-    columns_shared_ = std::make_shared<const std::vector<std::int64_t>>(columns_);
-    env_.recorder.write_async([path = path_, h, columns = columns_shared_](
+    env_.recorder.write_async([path = path_, h, columns = columns_](
                                   RunWriter& w) { write_collective_header(w, path, h, *columns); },
-                              columns_.size() * sizeof(std::int64_t));
+                              columns_->size() * sizeof(std::int64_t));
   }
 
   // One buffer in place, input and output otherwise; allocated outside any timing.
@@ -351,8 +351,8 @@ class Sweep {
   bool in_place_;
   int* step_counter_;
   std::string path_;
-  std::vector<std::int64_t> columns_;  // rank 0: the world ranks that take part, ascending
-  std::shared_ptr<const std::vector<std::int64_t>> columns_shared_;  // the same, for write jobs
+  // Rank 0: the world ranks that take part, ascending (shared with the write jobs).
+  std::shared_ptr<const std::vector<std::int64_t>> columns_;
   std::uint64_t last_bytes_ = 0;  // the last size this rank measured, and its median iteration
   double last_iter_us_ = 0;
 };
@@ -373,10 +373,14 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
   if (!ctx.is_root()) return 0;
 
   // An iteration lasts until its last rank is done; bandwidth from the median iteration.
-  const std::vector<double> duration = iteration_durations(g.time_us, g.world);
-  const double med = median(duration);
-  const double algbw = skipped == kMeasured ? algbw_gbps(counts.bytes, med * 1e-6) : kNaN;
-  const double busbw = algbw * info_.busbw_factor(scope_.nranks);
+  CollectiveSizeStats stats;
+  stats.bytes = bytes;
+  stats.count = counts.unit;
+  stats.skipped = skipped;
+  set_iteration_stats(stats, g);
+  stats.algbw_GBps =
+      skipped == kMeasured ? algbw_gbps(counts.bytes, stats.time_med_us * 1e-6) : kNaN;
+  stats.busbw_GBps = stats.algbw_GBps * info_.busbw_factor(scope_.nranks);
 
   std::uint64_t wrong_total = 0;
   std::string report;
@@ -397,26 +401,11 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
     }
   }
 
-  CollectiveSizeRow row;
-  row.bytes = bytes;
-  row.count = counts.unit;
-  row.skipped = skipped;
-  row.time_med_us = med;
-  row.time_p5_us = percentile(duration, 0.05);
-  row.time_p95_us = percentile(duration, 0.95);
-  row.algbw_GBps = algbw;
-  row.busbw_GBps = busbw;
   // Written behind the next measurement (Recorder::write_async); the job owns the samples.
   const std::size_t held = (g.time_us.size() * 3 + g.world * 4) * sizeof(double);
   env_.recorder.write_async(
-      [path = path_, columns = columns_shared_, row, g = std::move(g)](RunWriter& w) mutable {
-        row.iters = g.iters;
-        row.time_us = g.time_us;
-        row.arrival_us = g.arrival_us;
-        row.wait_us = g.wait_us;
-        row.wrong = g.wrong;
-        row.first_wrong = g.first_wrong;
-        append_collective_size(w, path, *columns, row);
+      [path = path_, columns = columns_, stats, g = std::move(g)](RunWriter& w) {
+        append_collective_size(w, path, *columns, stats, g);
       },
       held);
 

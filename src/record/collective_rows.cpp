@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "record/schema.hpp"
 #include "runtime/mpi.hpp"
 
@@ -106,20 +107,32 @@ void write_collective_header(RunWriter& w, const std::string& path, const Collec
   });
 }
 
+void set_iteration_stats(CollectiveSizeStats& stats, const GatheredSize& g) {
+  const std::vector<double> duration = iteration_durations(g.time_us, g.world);
+  stats.time_med_us = median(duration);
+  stats.time_p5_us = percentile(duration, 0.05);
+  stats.time_p95_us = percentile(duration, 0.95);
+}
+
 void append_collective_size(RunWriter& w, const std::string& path,
-                            std::span<const std::int64_t> ranks, const CollectiveSizeRow& row) {
+                            std::span<const std::int64_t> ranks, const CollectiveSizeStats& stats,
+                            const GatheredSize& row) {
   const std::size_t iters = row.iters;
-  const std::size_t world = row.wrong.size();
+  const std::size_t world = row.world;
   const std::size_t n = ranks.size();
   const auto where = [&] { return "collectives row of '" + path + "'"; };
-  for (std::span<const double> s : {row.time_us, row.arrival_us, row.wait_us}) {
+  for (std::span<const double> s :
+       {std::span<const double>(row.time_us), std::span<const double>(row.arrival_us),
+        std::span<const double>(row.wait_us)}) {
     if (s.size() != iters * world) {
       throw InternalError(where() + ": " + std::to_string(s.size()) + " samples, not " +
                           std::to_string(iters) + " iterations x " + std::to_string(world) +
                           " ranks");
     }
   }
-  if (row.first_wrong.size() != world) throw InternalError(where() + ": first_wrong per rank");
+  if (row.wrong.size() != world || row.first_wrong.size() != world) {
+    throw InternalError(where() + ": wrong and first_wrong need one value per rank");
+  }
   for (std::int64_t r : ranks) {
     if (r < 0 || static_cast<std::size_t>(r) >= world) {
       throw InternalError(where() + ": column rank " + std::to_string(r) + " outside the world");
@@ -151,20 +164,20 @@ void append_collective_size(RunWriter& w, const std::string& path,
   w.batch([&] {
     namespace c = schema::coll;
     const std::uint64_t i64 = iters, n64 = n;
-    w.append_rows(path, c::kSizes, std::span<const std::uint64_t>(&row.bytes, 1), {});
-    w.append_rows(path, c::kCount, std::span<const std::uint64_t>(&row.count, 1), {});
-    w.append_rows(path, c::kSkipped, std::span<const std::int64_t>(&row.skipped, 1), {});
+    w.append_rows(path, c::kSizes, std::span<const std::uint64_t>(&stats.bytes, 1), {});
+    w.append_rows(path, c::kCount, std::span<const std::uint64_t>(&stats.count, 1), {});
+    w.append_rows(path, c::kSkipped, std::span<const std::int64_t>(&stats.skipped, 1), {});
     w.append_rows(path, c::kTimeUs, time, {i64, n64});
     w.append_rows(path, c::kArrivalUs, arrival, {i64, n64});
     w.append_rows(path, c::kArrivalBaseUs, base, {i64});
     w.append_rows(path, c::kWaitUs, wait, {i64, n64});
     w.append_rows(path, c::kWrong, wrong, {n64});
     w.append_rows(path, c::kFirstWrong, first, {n64});
-    w.append_rows(path, c::kTimeMedUs, std::span<const double>(&row.time_med_us, 1), {});
-    w.append_rows(path, c::kTimeP5Us, std::span<const double>(&row.time_p5_us, 1), {});
-    w.append_rows(path, c::kTimeP95Us, std::span<const double>(&row.time_p95_us, 1), {});
-    w.append_rows(path, c::kAlgbwGBps, std::span<const double>(&row.algbw_GBps, 1), {});
-    w.append_rows(path, c::kBusbwGBps, std::span<const double>(&row.busbw_GBps, 1), {});
+    w.append_rows(path, c::kTimeMedUs, std::span<const double>(&stats.time_med_us, 1), {});
+    w.append_rows(path, c::kTimeP5Us, std::span<const double>(&stats.time_p5_us, 1), {});
+    w.append_rows(path, c::kTimeP95Us, std::span<const double>(&stats.time_p95_us, 1), {});
+    w.append_rows(path, c::kAlgbwGBps, std::span<const double>(&stats.algbw_GBps, 1), {});
+    w.append_rows(path, c::kBusbwGBps, std::span<const double>(&stats.busbw_GBps, 1), {});
   });
 }
 

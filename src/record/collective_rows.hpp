@@ -26,16 +26,14 @@ struct CollectiveSweepHeader {
 void write_collective_header(RunWriter& w, const std::string& path, const CollectiveSweepHeader& h,
                              std::span<const std::int64_t> ranks);
 
-// What rank 0 holds for one size after the gather: every world rank's samples [iters, world]
-// (row-major, NaN where a rank did not run), and its check result [world].
-struct CollectiveSizeRow {
+// A size's identity and statistics, as the per-size [S] datasets store them.
+struct CollectiveSizeStats {
   std::uint64_t bytes = 0;
   std::uint64_t count = 0;   // elements per rank
   std::int64_t skipped = 0;  // schema::kColl* code
-  std::uint64_t iters = 0;
-  std::span<const double> time_us, arrival_us, wait_us;  // [iters, world]
-  std::span<const std::int64_t> wrong, first_wrong;      // [world]
-  double time_med_us = 0, time_p5_us = 0, time_p95_us = 0, algbw_GBps = 0, busbw_GBps = 0;
+  // Over iterations, each lasting until its last rank is done (set_iteration_stats).
+  double time_med_us = 0, time_p5_us = 0, time_p95_us = 0;
+  double algbw_GBps = 0, busbw_GBps = 0;
 };
 
 // One rank's result for one size: its samples (one per timed iteration, NaN where not run) and
@@ -55,12 +53,17 @@ struct GatheredSize {
 // every rank's result to `root`; empty elsewhere.
 GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRankResult& mine);
 
+// The median, 5th and 95th percentile iteration of `g` into `stats` (bandwidths are the
+// caller's: they need the collective's byte count and bus factor).
+void set_iteration_stats(CollectiveSizeStats& stats, const GatheredSize& g);
+
 // Appends the size to the sweep at `path`, keeping only the columns of `ranks` (the world ranks
 // that take part, as the sweep's `ranks` dataset lists them, ascending): samples as float32 us,
 // arrivals relative to each iteration's earliest (kept as float64 in arrival_base_us). All of it
-// in one batch (one open, flush and close of the file). InternalError when a span's length does
-// not match iters and the world (the largest rank in `ranks` + 1 at least).
+// in one batch (one flush of the file). InternalError when g's vectors do not match its iters
+// and world, or a rank in `ranks` is outside the world.
 void append_collective_size(RunWriter& w, const std::string& path,
-                            std::span<const std::int64_t> ranks, const CollectiveSizeRow& row);
+                            std::span<const std::int64_t> ranks, const CollectiveSizeStats& stats,
+                            const GatheredSize& g);
 
 }  // namespace shakedown

@@ -410,17 +410,32 @@ Dataset open_dataset(hid_t loc, const std::string& path) {
   return Dataset(SD_H5_CHECK(H5Dopen2(loc, path.c_str(), H5P_DEFAULT)));
 }
 
-template <class T>
-std::vector<T> read_dataset_impl(hid_t loc, const std::string& path, Dims* dims, hid_t mem_type) {
-  Dataset dset = open_dataset(loc, path);
-  Datatype type(SD_H5_CHECK(H5Dget_type(dset.get())));
+// A numeric dataset opened for reading, its dataspace and shape (empty for a scalar).
+struct NumericDataset {
+  Dataset dset;
+  Dataspace space;
+  std::vector<hsize_t> shape;
+};
+
+NumericDataset open_numeric(hid_t loc, const std::string& path) {
+  NumericDataset d{open_dataset(loc, path), {}, {}};
+  Datatype type(SD_H5_CHECK(H5Dget_type(d.dset.get())));
   if (!is_numeric(SD_H5_CHECK(H5Tget_class(type.get())))) {
     throw UsageError("dataset '" + path + "' is not numeric");
   }
-  Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
-  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
-  std::vector<hsize_t> shape(static_cast<std::size_t>(rank));
-  if (rank > 0) SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), shape.data(), nullptr));
+  d.space = Dataspace(SD_H5_CHECK(H5Dget_space(d.dset.get())));
+  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(d.space.get()));
+  d.shape.resize(static_cast<std::size_t>(rank));
+  if (rank > 0) SD_H5_CHECK(H5Sget_simple_extent_dims(d.space.get(), d.shape.data(), nullptr));
+  return d;
+}
+
+template <class T>
+std::vector<T> read_dataset_impl(hid_t loc, const std::string& path, Dims* dims, hid_t mem_type) {
+  NumericDataset d = open_numeric(loc, path);
+  const Dataset& dset = d.dset;
+  const Dataspace& space = d.space;
+  const std::vector<hsize_t>& shape = d.shape;
   const auto count =
       static_cast<std::size_t>(SD_H5_CHECK(H5Sget_simple_extent_npoints(space.get())));
   std::vector<T> out(count);
@@ -435,16 +450,12 @@ std::vector<T> read_dataset_impl(hid_t loc, const std::string& path, Dims* dims,
 
 std::vector<double> read_dataset_double_rows(hid_t loc, const std::string& path,
                                              std::uint64_t first, std::uint64_t count, Dims* dims) {
-  Dataset dset = open_dataset(loc, path);
-  Datatype type(SD_H5_CHECK(H5Dget_type(dset.get())));
-  if (!is_numeric(SD_H5_CHECK(H5Tget_class(type.get())))) {
-    throw UsageError("dataset '" + path + "' is not numeric");
-  }
-  Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
-  const int rank = SD_H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  NumericDataset d = open_numeric(loc, path);
+  const std::vector<hsize_t>& shape = d.shape;
+  const int rank = static_cast<int>(shape.size());
   if (rank < 1) throw UsageError("dataset '" + path + "' is a scalar: it has no rows");
-  std::vector<hsize_t> shape(static_cast<std::size_t>(rank));
-  SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), shape.data(), nullptr));
+  const Dataset& dset = d.dset;
+  const Dataspace& space = d.space;
   std::vector<hsize_t> start(shape.size(), 0), block = shape;
   start[0] = std::min<hsize_t>(first, shape[0]);
   block[0] = std::min<hsize_t>(count, shape[0] - start[0]);
@@ -616,9 +627,8 @@ Dataset open_appendable(hid_t loc, const std::string& path, const Dims& row_dims
 }
 
 // Grows the entry's dataset by count[0] rows and writes them behind the old ones.
-void append_to(AppendCache::Entry& e, const std::string& path, const void* data,
-               const std::vector<hsize_t>& count, hid_t mem_type) {
-  (void)path;
+void append_to(AppendCache::Entry& e, const void* data, const std::vector<hsize_t>& count,
+               hid_t mem_type) {
   if (count[0] == 0) return;
   std::vector<hsize_t> extent = count;
   extent[0] = e.rows + count[0];
@@ -679,14 +689,14 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
     }
     if (cache == nullptr) {
       AppendCache::Entry once{std::move(dset), file_type, row_dims, rows_now};
-      append_to(once, path, rows.data(), count, mem_type);
+      append_to(once, rows.data(), count, mem_type);
       once.dset.close();
       return;
     }
     entry = cache->insert(path, {std::move(dset), file_type, row_dims, rows_now});
   }
   try {
-    append_to(*entry, path, rows.data(), count, mem_type);
+    append_to(*entry, rows.data(), count, mem_type);
   } catch (...) {
     cache->erase(path);  // its row count may no longer be what the file holds
     throw;

@@ -101,6 +101,7 @@ void Recorder::write_async(std::function<void(RunWriter&)> job, std::size_t byte
     queue_changed_.wait(lock, [&] {
       return queued_bytes_ == 0 || queued_bytes_ + bytes <= kQueueBytes || failure_;
     });
+    if (failure_) std::rethrow_exception(failure_);  // a job failed while this one waited
     if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
     queue_.push_back({std::move(job), bytes});
     queued_bytes_ += bytes;

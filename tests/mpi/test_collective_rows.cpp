@@ -103,16 +103,11 @@ void round_trip(const Context& ctx, const std::string& label) {
         CollectiveRankResult mine{t, a, wt, static_cast<double>(ctx.rank()), -1, 0, 0};
         const GatheredSize g = gather_collective_size(ctx.world(), 0, mine);
         if (!ctx.is_root()) continue;
-        CollectiveSizeRow row;
-        row.bytes = 8u << z;
-        row.count = 2u << z;
-        row.iters = g.iters;
-        row.time_us = g.time_us;
-        row.arrival_us = g.arrival_us;
-        row.wait_us = g.wait_us;
-        row.wrong = g.wrong;
-        row.first_wrong = g.first_wrong;
-        rec.write([&](RunWriter& w) { append_collective_size(w, group, columns, row); });
+        CollectiveSizeStats stats;
+        stats.bytes = 8u << z;
+        stats.count = 2u << z;
+        set_iteration_stats(stats, g);
+        rec.write([&](RunWriter& w) { append_collective_size(w, group, columns, stats, g); });
       }
     }
     rec.finish(schema::kStatusComplete);

@@ -85,6 +85,22 @@ TEST(Stragglers, ThirtyPercentIsFoundWithEnoughIterations) {
   EXPECT_GE(found_right, 19);
 }
 
+// Past 64 ranks every rank is compared with statistics over all of them (one sort per case, not
+// one per rank): the planted rank is still found, and noise alone still names nobody.
+TEST(Stragglers, ManyRanksUseWholeSetStatistics) {
+  const auto found = find_stragglers(make_cases(5, 4, 200, 10, 0.05, 137, 1.3), {});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rank, 137);
+  EXPECT_NEAR(found[0].excess, 0.3, 0.1);
+  EXPECT_LT(found[0].p, 0.01);
+  int false_flags = 0;
+  for (unsigned seed = 0; seed < 10; ++seed) {
+    false_flags +=
+        static_cast<int>(find_stragglers(make_cases(seed, 4, 200, 10, 0.05, -1, 1.0), {}).size());
+  }
+  EXPECT_EQ(false_flags, 0);
+}
+
 TEST(Stragglers, PureNoiseNamesNobody) {
   // 100 seeds of healthy runs, also with heavy-tailed noise (a descheduled iteration now and
   // then, as on shared cores): at most one false flag in all.

@@ -45,7 +45,7 @@ const char* at(const void* base, std::uint64_t elements, std::size_t elem_size) 
 
 }  // namespace
 
-MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
+MpiComm::MpiComm(MPI_Comm comm, int host_threads) : comm_(comm), host_threads_(host_threads) {
   rank_ = comm_rank(comm);
   size_ = comm_size(comm);
   SD_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half_type_));
@@ -160,13 +160,13 @@ void MpiComm::barrier() {
 void MpiComm::fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
                    const CollectiveCounts& counts, const PatternSpec& spec) {
   char* base = static_cast<char*>(buffer.data()) + offset * dtype_size(spec.dtype);
-  fill_input(base, kind, counts, spec, rank_);
+  fill_input(base, kind, counts, spec, rank_, host_threads_);
 }
 
 VerifyResult MpiComm::verify(const Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
                              const CollectiveCounts& counts, const PatternSpec& spec) {
   const char* base = static_cast<const char*>(buffer.data()) + offset * dtype_size(spec.dtype);
-  return verify_output(base, kind, counts, spec, rank_);
+  return verify_output(base, kind, counts, spec, rank_, host_threads_);
 }
 
 void MpiComm::corrupt(Buffer& output, std::uint64_t index, DType dtype) {

@@ -11,8 +11,9 @@ namespace shakedown {
 
 class MpiComm : public Comm {
  public:
-  // Borrows `comm` (the Context owns it); MPI_COMM_NULL is not allowed.
-  explicit MpiComm(MPI_Comm comm);
+  // Borrows `comm` (the Context owns it); MPI_COMM_NULL is not allowed. fill and verify split
+  // large buffers over `host_threads` threads (core/host.hpp cpu_share: the rank's CPUs).
+  explicit MpiComm(MPI_Comm comm, int host_threads = 1);
   ~MpiComm() override;
   MpiComm(const MpiComm&) = delete;
   MpiComm& operator=(const MpiComm&) = delete;
@@ -45,6 +46,7 @@ class MpiComm : public Comm {
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
+  int host_threads_ = 1;
   MPI_Datatype half_type_ = MPI_DATATYPE_NULL;  // 2 bytes, for bfloat16 and float16
   MPI_Op bf16_sum_ = MPI_OP_NULL, bf16_max_ = MPI_OP_NULL;
   MPI_Op fp16_sum_ = MPI_OP_NULL, fp16_max_ = MPI_OP_NULL;

@@ -39,10 +39,13 @@ struct VerifyResult {
 
 // Host reference: fill this rank's input, and check its output, for collective `kind`.
 // `counts` from the collective table. Buffers hold `counts.send` / `counts.recv` elements of
-// spec.dtype. send_recv: rank r sends to r+1 and receives from r-1 (mod n).
+// spec.dtype. send_recv: rank r sends to r+1 and receives from r-1 (mod n). Input element i holds
+// the same value whatever counts.send is, so a buffer filled for a larger count is filled for
+// every smaller one. `threads` > 1 splits large buffers (from 2^18 elements per thread) into
+// that many ranges, one thread each; the result is the same for any thread count.
 void fill_input(void* buffer, CollectiveKind kind, const CollectiveCounts& counts,
-                const PatternSpec& spec, int rank);
+                const PatternSpec& spec, int rank, int threads = 1);
 VerifyResult verify_output(const void* buffer, CollectiveKind kind, const CollectiveCounts& counts,
-                           const PatternSpec& spec, int rank);
+                           const PatternSpec& spec, int rank, int threads = 1);
 
 }  // namespace shakedown

@@ -1,7 +1,9 @@
 #include "core/host.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -22,6 +24,17 @@ int launcher_rank() {
 
 const char* stderr_line_start() {
   return isatty(STDERR_FILENO) == 1 ? "\r\033[K" : "";
+}
+
+int cpu_share(int host_ranks) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return 1;
+  const int mine = CPU_COUNT(&mask);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int ranks = std::max(1, host_ranks);
+  if (online > 0 && static_cast<long>(mine) * ranks <= online) return std::max(1, mine);
+  return std::max(1, mine / ranks);
 }
 
 }  // namespace shakedown

@@ -17,4 +17,10 @@ int launcher_rank();
 // clear-line; elsewhere nothing (there, progress lines end with a newline).
 const char* stderr_line_start();
 
+// How many CPUs this process may keep busy for untimed host work (pattern fills and checks)
+// without taking them from the other ranks on the host: its whole affinity mask when the
+// `host_ranks` ranks' masks can be disjoint (bound ranks), else its even share of the mask
+// (unbound ranks all see every CPU). At least 1.
+int cpu_share(int host_ranks);
+
 }  // namespace shakedown

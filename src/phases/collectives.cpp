@@ -17,6 +17,7 @@
 #include "comm/nccl_comm.hpp"
 #include "comm/timed_loop.hpp"
 #include "config/load.hpp"
+#include "core/host.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "phases/gpu.hpp"
@@ -139,11 +140,15 @@ class Sweep {
   std::uint64_t run(const std::vector<std::uint64_t>& sizes) {
     const CollectivesConfig& cfg = env_.config.collectives;
     write_header(sizes.size());
+    // This rank's own communicator size: with uneven nodes an intra-node scope differs from
+    // rank 0's view (scope_.nranks, what the report shows).
+    const int nranks = scope_.comm != nullptr ? scope_.comm->size() : scope_.nranks;
+    const double t_pool = now_us();
+    Buffers pool;
+    if (scope_.comm != nullptr) pool = allocate_largest(sizes, nranks);
+    times_->prepare += (now_us() - t_pool) * 1e-6;
     std::uint64_t wrong_total = 0;
     for (std::uint64_t bytes : sizes) {
-      // This rank's own communicator size: with uneven nodes an intra-node scope differs from
-      // rank 0's view (scope_.nranks, what the report shows).
-      const int nranks = scope_.comm != nullptr ? scope_.comm->size() : scope_.nranks;
       const CollectiveCounts counts = info_.counts(bytes, dtype_size(dtype_), nranks);
       const std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
                                 std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
@@ -154,16 +159,20 @@ class Sweep {
       mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.wait_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
-      Buffers buffers;
+      Buffers own;  // this size's own, when the sweep's largest could not be had
+      Buffers* buffers = &pool;
       const double t_alloc = now_us();
-      if (skipped == kMeasured && scope_.comm != nullptr) skipped = allocate(counts, buffers);
+      if (skipped == kMeasured && scope_.comm != nullptr && !pool.in) {
+        skipped = allocate(counts, own);
+        buffers = &own;
+      }
       times_->prepare += (now_us() - t_alloc) * 1e-6;
       // An allocation may fail on one rank only: agree before anyone enters a collective, so
       // the size is skipped everywhere instead of leaving the others waiting.
       SD_MPI_CHECK(
           MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
       if (skipped == kMeasured && scope_.comm != nullptr) {
-        measure(counts, bytes, buffers, mine);
+        measure(counts, bytes, *buffers, mine);
         if (const double us = median(mine.time_us); std::isfinite(us) && bytes > 0) {
           last_bytes_ = bytes;
           last_iter_us_ = us;
@@ -185,11 +194,10 @@ class Sweep {
   // measured (bandwidth-bound: time grows with bytes), so a timeout can say "estimated at 140 s
   // from the 8 GiB rate" rather than call a long step a hang.
   Watchdog::StepPlan plan_step(std::uint64_t bytes) const {
-    const CollectivesConfig& cfg = env_.config.collectives;
     Watchdog::StepPlan plan;
     plan.total = iterations(bytes);
     if (last_bytes_ > 0 && last_iter_us_ > 0) {
-      const int runs = (cfg.validate != "off" ? 1 : 0) + cfg.warmup + iterations(bytes);
+      const int runs = untimed_runs() + iterations(bytes);
       plan.expected_s = last_iter_us_ * 1e-6 * static_cast<double>(bytes) /
                         static_cast<double>(last_bytes_) * runs;
       plan.basis = "the " + format_size(last_bytes_) + " rate";
@@ -222,27 +230,55 @@ class Sweep {
                               columns_->size() * sizeof(std::int64_t));
   }
 
-  // One buffer in place, input and output otherwise; allocated outside any timing.
+  // One buffer in place, input and output otherwise; allocated outside any timing. `filled`:
+  // how many input elements hold the pattern already (out of place the collective only reads
+  // its input, and element i holds the same value at any count, so one fill serves every size).
   struct Buffers {
     std::unique_ptr<Buffer> in, out;
+    std::uint64_t filled = 0;
   };
+
+  // Element counts the buffers need for one size.
+  std::pair<std::uint64_t, std::uint64_t> needs(const CollectiveCounts& counts) const {
+    if (in_place_) return {std::max(counts.send, counts.recv), 0};
+    return {counts.send, counts.recv};
+  }
 
   // Returns kMeasured, or kOutOfMemory when this rank cannot have the buffers.
   std::int64_t allocate(const CollectiveCounts& counts, Buffers& b) {
     Comm& comm = *scope_.comm;
     const std::size_t elem = dtype_size(dtype_);
+    const auto [in, out] = needs(counts);
     try {
-      if (in_place_) {
-        b.in = comm.allocate(std::max(counts.send, counts.recv) * elem);
-      } else {
-        b.in = comm.allocate(counts.send * elem);
-        b.out = comm.allocate(counts.recv * elem);
-      }
+      b.in = comm.allocate(in * elem);
+      if (!in_place_) b.out = comm.allocate(out * elem);
     } catch (const OutOfMemory&) {
       b = {};
       return kOutOfMemory;
     }
     return kMeasured;
+  }
+
+  // The buffers of the sweep's largest size, used by every size (a prefix each), so memory is
+  // allocated and first touched once per sweep rather than once per size. Empty when this rank
+  // cannot have them: then each size allocates its own (and only a size that cannot is skipped).
+  Buffers allocate_largest(const std::vector<std::uint64_t>& sizes, int nranks) {
+    CollectiveCounts largest;  // element counts covering every size's needs
+    for (std::uint64_t bytes : sizes) {
+      const CollectiveCounts c = info_.counts(bytes, dtype_size(dtype_), nranks);
+      if (c.unit == 0) continue;
+      largest.send = std::max(largest.send, c.send);
+      largest.recv = std::max(largest.recv, c.recv);
+    }
+    Buffers b;
+    if (largest.send + largest.recv > 0) allocate(largest, b);
+    return b;
+  }
+
+  // The validation run is the first of the warm-up runs (both run the collective untimed).
+  int untimed_runs() const {
+    const CollectivesConfig& cfg = env_.config.collectives;
+    return std::max(cfg.warmup, cfg.validate != "off" ? 1 : 0);
   }
 
   // Validation run, warm-up and the timed loop.
@@ -267,6 +303,15 @@ class Sweep {
     const std::uint64_t in_offset =
         in_place_ ? comm.in_place_send_offset(info_.kind, counts.unit) : 0;
     auto fill = [&] { comm.fill(*in, in_offset, info_.kind, counts, spec); };
+    // Out of place: the whole input buffer once (every smaller size of the sweep reads a prefix).
+    auto fill_once = [&] {
+      if (in_place_) return fill();
+      if (buffers.filled >= counts.send) return;
+      CollectiveCounts whole = counts;
+      whole.send = in->bytes() / elem;
+      comm.fill(*in, 0, info_.kind, whole, spec);
+      buffers.filled = whole.send;
+    };
     auto check = [&] {
       comm.synchronize();
       if (corrupt) comm.corrupt(result, out_offset, dtype_);
@@ -276,14 +321,15 @@ class Sweep {
 
     const double t_prepare = now_us();
     const bool validate = cfg.validate != "off";
+    fill_once();
     if (validate) {
-      fill();
       comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
       check();
     }
-    // Out of place the collective only reads its input: the validation run's fill still holds.
-    if (!validate || in_place_) fill();
-    for (int i = 0; i < cfg.warmup; ++i)
+    // In place, the remaining warm-up and the timed runs start from the validation run's
+    // output: what they compute is not checked (validate: every_iteration refills and checks
+    // each), and the time of a collective does not depend on the values.
+    for (int i = validate ? 1 : 0; i < untimed_runs(); ++i)
       comm.run(info_.kind, send, recv, counts.unit, dtype_, op_, 0);
     comm.synchronize();
     const double t_timed = now_us();
@@ -304,7 +350,7 @@ class Sweep {
       // The timed loop's iteration, with a refill and check after it, or with the planted
       // lateness before the arrival (the self-test of collectives.lateness).
       for (int it = 0; it < iters; ++it) {
-        if (cfg.validate == "every_iteration") fill();
+        if (cfg.validate == "every_iteration" && in_place_) fill();
         if (slow && it > 0) {
           std::this_thread::sleep_for(
               std::chrono::duration<double, std::micro>((slow->factor - 1) * t[it - 1]));
@@ -444,9 +490,11 @@ Backends make_backends(const Context& ctx, const std::string& backend, const Gpu
     throw InternalError("nccl backend chosen in a build without CUDA");
 #endif
   }
-  b.world = std::make_unique<MpiComm>(ctx.world());
-  b.node = std::make_unique<MpiComm>(ctx.node());
-  b.rail = std::make_unique<MpiComm>(ctx.rail());
+  // Fills and checks of large host buffers use the rank's share of the host's CPUs.
+  const int threads = cpu_share(ctx.host_local_size());
+  b.world = std::make_unique<MpiComm>(ctx.world(), threads);
+  b.node = std::make_unique<MpiComm>(ctx.node(), threads);
+  b.rail = std::make_unique<MpiComm>(ctx.rail(), threads);
   return b;
 }
 

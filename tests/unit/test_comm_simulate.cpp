@@ -382,6 +382,51 @@ TEST(CommSimulate, HostShortcutsMatchTheFormulas) {
   }
 }
 
+// The threaded fill and verify split a buffer into ranges (and at chunk boundaries); the bytes
+// written and the result must not depend on the thread count, and a buffer filled for a larger
+// size holds the input of every smaller one (the sweep fills once for its largest size).
+TEST(CommSimulate, ThreadedFillAndVerifyMatchOneThread) {
+  for (CollectiveKind kind : kAllKinds) {
+    for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFp8E4M3}) {
+      // 2^20 + 3 elements: four 2^18-element ranges, and not a multiple of the rank count, so
+      // chunked collectives end in a partial range.
+      const std::uint64_t elements = (std::uint64_t{1} << 20) + 3;
+      World w = make_world(kind, t, ReduceOp::kSum, 3, elements * dtype_size(t));
+      for (int r = 0; r < w.n(); ++r) {
+        Bytes threaded(w.in[static_cast<std::size_t>(r)].size());
+        threaded.back() = w.in[static_cast<std::size_t>(r)].back();
+        fill_input(threaded.data(), kind, w.counts, w.spec, r, 4);
+        EXPECT_EQ(threaded, w.in[static_cast<std::size_t>(r)]) << w.label() << " rank " << r;
+      }
+      const CollectiveCounts smaller = collective(kind).counts(4096, w.elem, w.n());
+      Bytes small(smaller.send * w.elem);
+      fill_input(small.data(), kind, smaller, w.spec, 1);
+      EXPECT_EQ(0, std::memcmp(small.data(), w.in[1].data(), small.size())) << w.label();
+
+      run(w);
+      const int rank = 2;
+      const std::uint64_t n = w.counts.recv;
+      EXPECT_EQ(verify_output(w.out[2].data(), kind, w.counts, w.spec, rank, 4).wrong, 0u)
+          << w.label();
+      for (std::uint64_t idx : {n - 1, n / 3 + 7, (3 * n) / 4}) {
+        const double before = load_element(w.out[2].data(), t, idx);
+        store_element(w.out[2].data(), t, idx, corrupted_value(t, before));
+      }
+      const VerifyResult one = verify_output(w.out[2].data(), kind, w.counts, w.spec, rank, 1);
+      for (int threads : {2, 3, 4, 16}) {
+        const VerifyResult many =
+            verify_output(w.out[2].data(), kind, w.counts, w.spec, rank, threads);
+        EXPECT_EQ(many.wrong, 3u) << w.label() << " threads " << threads;
+        EXPECT_EQ(many.wrong, one.wrong) << w.label();
+        EXPECT_EQ(many.first_wrong, static_cast<std::int64_t>(n / 3 + 7)) << w.label();
+        EXPECT_EQ(many.first_wrong, one.first_wrong) << w.label();
+        EXPECT_EQ(many.expected, one.expected) << w.label();
+        EXPECT_EQ(many.got, one.got) << w.label();
+      }
+    }
+  }
+}
+
 // The host reference must keep up with 64 MiB buffers: fill and verify one per dtype.
 TEST(CommSimulate, LargeBuffers) {
   for (DType t : kAllDTypes) {

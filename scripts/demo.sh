@@ -7,7 +7,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/install-deps.sh
 build=${SHAKEDOWN_BUILD_DIR:-build-release}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_TESTS=OFF >/dev/null
+# A new build folder gets no tests (quicker); one that scripts/test.sh configured keeps its own.
+tests=()
+[[ -f "$build/CMakeCache.txt" ]] || tests=(-DSHAKEDOWN_TESTS=OFF)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${tests[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 mkdir -p results
 out="results/$(date -u +%Y%m%dT%H%M%SZ).h5"

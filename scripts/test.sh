@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, then
-#   1. build Release (what scripts/demo.sh and users build: -O3 warns differently), warnings
-#      as errors, in build-release/;
-#   2. build RelWithDebInfo (the CMake default) with warnings as errors and run every test
-#      (unit, mpi, e2e - the README's commands among them -, gpu: skipped without a GPU);
-#   3. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
-#      (build-asan/), and run the unit, MPI, fuzz-corpus and the end-to-end config, verdict
-#      (the smoke run), report and fault tests under them (tests/sanitizers/README.md: options
-#      and suppressions);
-#   4. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
-#   5. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
-# and print each step's wall time. Non-zero on any failure.
-# Usage: scripts/test.sh [extra ctest arguments for step 2, e.g. -L unit]
-# SHAKEDOWN_BUILD_DIR (default build), SHAKEDOWN_RELEASE_DIR (build-release) and
-# SHAKEDOWN_ASAN_DIR (build-asan) name the build folders; SHAKEDOWN_SANITIZERS=0 skips steps 3-5.
+#   1. build Release (what scripts/demo.sh and users build: -O3 warns differently) with the
+#      tests, warnings as errors, in build-release/, and run every test there (unit, mpi, e2e -
+#      the README's commands among them -, gpu: skipped without a GPU);
+#   2. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
+#      (build-asan/), and run the unit, fuzz-corpus and MPI tests (3 ranks; 4 as 2 virtual
+#      nodes; uneven pretend hosts) and the end-to-end config, verdict (the smoke run), report
+#      and fault tests under them (tests/sanitizers/README.md: options and suppressions);
+#   3. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
+#   4. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them;
+# and print each step's wall time. Non-zero on any failure. The sanitizer builds keep line
+# tables only (-gline-tables-only: their reports still name file and line, at less build time).
+# Usage: scripts/test.sh [extra ctest arguments for step 1, e.g. -L unit]
+# SHAKEDOWN_BUILD_DIR (default build-release, as for scripts/demo.sh), SHAKEDOWN_ASAN_DIR
+# (build-asan) and SHAKEDOWN_TSAN_DIR (build-tsan) name the build folders; SHAKEDOWN_SANITIZERS=0
+# skips steps 2-4.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -28,36 +29,31 @@ bash scripts/install-deps.sh
 step "dependencies"
 
 jobs=$(nproc)
-# Release first: what scripts/demo.sh and users build (-O3 warns differently); the README test
-# in step 2 runs the demo, which then finds this build ready.
-release=${SHAKEDOWN_RELEASE_DIR:-build-release}
-cmake -S . -B "$release" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=OFF \
+# One GCC build, Release with the tests: what scripts/demo.sh and users build (-O3 warns
+# differently from -O2); the README test runs the demo, which then finds this build ready.
+build=${SHAKEDOWN_BUILD_DIR:-build-release}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=ON \
   -DSHAKEDOWN_CUDA=AUTO >/dev/null
-cmake --build "$release" -j "$jobs"
-step "Release build (warnings are errors)"
-
-build=${SHAKEDOWN_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_WERROR=ON \
-  -DSHAKEDOWN_CUDA=AUTO
 cmake --build "$build" -j "$jobs"
-step "RelWithDebInfo build"
+step "Release build with the tests (warnings are errors)"
 # Unit tests run in parallel; MPI and e2e tests are marked RUN_SERIAL (they oversubscribe the
 # cores and measure time-outs), so ctest runs them alone.
 (cd "$build" && ctest --output-on-failure -j "$jobs" "$@")
-step "tests (RelWithDebInfo)"
-
+step "tests (Release)"
 
 if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
+  lines_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -gline-tables-only -DNDEBUG'
+              -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O2 -gline-tables-only -DNDEBUG')
   asan=${SHAKEDOWN_ASAN_DIR:-build-asan}
   cmake -S . -B "$asan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_SANITIZE=address,undefined -DSHAKEDOWN_FUZZ=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" -DSHAKEDOWN_SANITIZE=address,undefined -DSHAKEDOWN_FUZZ=ON \
     -DSHAKEDOWN_CUDA=OFF -DSHAKEDOWN_BENCH=OFF >/dev/null
   cmake --build "$asan" -j "$jobs"
   step "ASan+UBSan build (clang, with the fuzz targets)"
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.|e2e\.(bad_input|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall)$)')
+    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(bad_input|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-10}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-10} s per target)"
@@ -66,7 +62,7 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   # the MPI tests, which run the watchdog, clock sync and recorder under real mpirun).
   tsan=${SHAKEDOWN_TSAN_DIR:-build-tsan}
   cmake -S . -B "$tsan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
     -DSHAKEDOWN_BENCH=OFF >/dev/null
   cmake --build "$tsan" -j "$jobs" --target unit_runtime mpi_tests
   (cd "$tsan" && ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np[23]$)')

@@ -1,29 +1,35 @@
 // Harness overhead: shakedown's timed loop (MpiComm + timed_loop, exactly what the collectives
-// phase runs) against a bare MPI_Barrier + MPI_Allreduce loop in the same process, same sizes,
-// same iterations, float32 sum out of place. Rounds alternate between the two so drift and
-// noise hit both alike. Per size: median over iterations of the slowest rank's time, for each;
-// the ratio of the medians and the absolute difference.
+// phase runs, beside a live watchdog, with MPI set up as shakedown sets it up) against a bare
+// MPI_Barrier + MPI_Allreduce loop in a separate process started with plain MPI_Init. One process
+// runs one mode and prints, per size, the median over iterations of the slowest rank's time in
+// us; bench/overhead.sh alternates the modes over several launches and prints the ratios.
 //
-// Run: scripts/mpirun-local.sh -n 4 build/bench/bench_allreduce_overhead [iters] [max_bytes]
-// Targets (issue 3): ratio <= 1.03 for sizes >= 64 KiB, <= 0.5 us extra for small messages.
+//   bench_allreduce_overhead bare|funneled|multiple|harness [iters] [max_bytes]
+//
+// bare: MPI_Init, the loop a user would write by hand. funneled, multiple: the same loop after
+// MPI_Init_thread at that level (what Open MPI's internal locking costs: it is on for any level
+// above MPI_THREAD_SINGLE). harness: MpiEnvironment (as shakedown runs: MPI_THREAD_SINGLE unless
+// SHAKEDOWN_MPI_THREAD says otherwise), a Watchdog (1 s heartbeats, 50 ms polls, its own TCP
+// channel) and the collectives phase's timed loop, one watchdog step per size.
 #include <mpi.h>
-#include <atomic>
 
-#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/mpi_comm.hpp"
 #include "comm/timed_loop.hpp"
 #include "core/stats.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/watchdog.hpp"
 
 using namespace shakedown;
 
 namespace {
 
-// Bare baseline: the loop a user would write by hand.
 void bare_loop(const float* send, float* recv, int count, int iters, double* time_us) {
   for (int it = 0; it < iters; ++it) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -40,46 +46,82 @@ double median_of_max(std::vector<double>& t) {
   return median(t);
 }
 
+int usage() {
+  std::fprintf(
+      stderr,
+      "usage: bench_allreduce_overhead bare|funneled|multiple|harness [iters] [max_bytes]\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  MpiEnvironment mpi(&argc, &argv);
-  const int iters = argc > 1 ? std::atoi(argv[1]) : 100;
-  const std::uint64_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (4u << 20);
-  const int rounds = 5;
-  MpiComm comm(MPI_COMM_WORLD);
-  const int rank = comm.rank();
+  if (argc < 2) return usage();
+  const std::string mode = argv[1];
+  if (mode != "bare" && mode != "funneled" && mode != "multiple" && mode != "harness") {
+    return usage();
+  }
+  const int iters = argc > 2 ? std::atoi(argv[2]) : 200;
+  const std::uint64_t max_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (4u << 20);
+  std::unique_ptr<MpiEnvironment> environment;
+  if (mode == "bare") {
+    MPI_Init(&argc, &argv);
+  } else if (mode == "funneled") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  } else if (mode == "multiple") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    environment = std::make_unique<MpiEnvironment>(&argc, &argv);
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::unique_ptr<Watchdog> watchdog;
+  std::unique_ptr<MpiComm> comm;
+  if (mode == "harness") {
+    std::vector<std::string> names;
+    for (int r = 0; r < size; ++r) names.push_back("rank " + std::to_string(r));
+    watchdog = std::make_unique<Watchdog>(MPI_COMM_WORLD, Watchdog::Options(), names, nullptr);
+    comm = std::make_unique<MpiComm>(MPI_COMM_WORLD);
+  }
+  int level = 0;
+  MPI_Query_thread(&level);
   if (rank == 0) {
-    std::printf(
-        "# harness overhead: %d ranks, %d iterations x %d alternating rounds, float32 sum\n",
-        comm.size(), iters, rounds);
-    std::printf("%12s %12s %12s %10s %12s\n", "bytes", "bare_us", "harness_us", "ratio",
-                "extra_us");
+    std::printf("# %s: %d ranks, %d iterations, MPI thread level %d, float32 sum\n", mode.c_str(),
+                size, iters, level);
   }
   for (std::uint64_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
     const auto count = static_cast<int>(bytes / 4 > 0 ? bytes / 4 : 1);
     std::vector<float> send(static_cast<std::size_t>(count), 1.0f),
         recv(static_cast<std::size_t>(count));
-    std::vector<double> bare_all, ours_all, t(static_cast<std::size_t>(iters)),
-        a(static_cast<std::size_t>(iters)), w(static_cast<std::size_t>(iters));
-    std::atomic<std::int64_t> done{0};  // the watchdog's progress count, as in the phase
-    // Warm both paths (connections, buffers) before timing.
-    bare_loop(send.data(), recv.data(), count, 5, t.data());
-    for (int r = 0; r < rounds; ++r) {
+    std::vector<double> t(static_cast<std::size_t>(iters)), a(t.size()), w(t.size());
+    if (comm) {
+      if (watchdog) watchdog->step("all_reduce " + std::to_string(bytes) + " B");
+      const TimedCall call{CollectiveKind::kAllReduce,
+                           send.data(),
+                           recv.data(),
+                           static_cast<std::uint64_t>(count),
+                           DType::kFloat32,
+                           ReduceOp::kSum,
+                           0};
+      timed_loop(*comm, call, 10, 0.0, t.data(), a.data(), w.data(),
+                 watchdog ? &watchdog->progress() : nullptr);
+      timed_loop(*comm, call, iters, 0.0, t.data(), a.data(), w.data(),
+                 watchdog ? &watchdog->progress() : nullptr);
+    } else {
+      bare_loop(send.data(), recv.data(), count, 10, t.data());
       bare_loop(send.data(), recv.data(), count, iters, t.data());
-      bare_all.push_back(median_of_max(t));
-      timed_loop(comm,
-                 {CollectiveKind::kAllReduce, send.data(), recv.data(),
-                  static_cast<std::uint64_t>(count), DType::kFloat32, ReduceOp::kSum, 0},
-                 iters, 0.0, t.data(), a.data(), w.data(), &done);
-      ours_all.push_back(median_of_max(t));
     }
-    const double bare = median(bare_all);
-    const double ours = median(ours_all);
+    const double us = median_of_max(t);
     if (rank == 0) {
-      std::printf("%12llu %12.2f %12.2f %10.3f %12.2f\n", static_cast<unsigned long long>(bytes),
-                  bare, ours, ours / bare, ours - bare);
+      std::printf("%llu %.4f\n", static_cast<unsigned long long>(bytes), us);
     }
   }
+  if (watchdog) watchdog->stop();
+  watchdog.reset();
+  comm.reset();
+  if (!environment) MPI_Finalize();
   return 0;
 }

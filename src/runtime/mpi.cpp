@@ -1,5 +1,6 @@
 #include "runtime/mpi.hpp"
 
+#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
@@ -16,20 +17,50 @@ void mpi_check(int rc, const char* expr, const char* file, int line) {
                      std::string(text, static_cast<std::size_t>(len)));
 }
 
+int requested_thread_level() {
+  const char* text = std::getenv("SHAKEDOWN_MPI_THREAD");
+  const std::string value = text != nullptr ? text : "";
+  if (value.empty() || value == "single") return MPI_THREAD_SINGLE;
+  if (value == "funneled") return MPI_THREAD_FUNNELED;
+  throw UsageError("SHAKEDOWN_MPI_THREAD='" + value +
+                   "' is not a thread level shakedown can run at: use single (the default) or "
+                   "funneled");
+}
+
+std::string thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "level " + std::to_string(level);
+  }
+}
+
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   if (initialized()) return;
+  // Only the main thread calls MPI (the watchdog threads talk over their own sockets,
+  // runtime/oob.hpp). Open MPI turns on its internal locks for any level above
+  // MPI_THREAD_SINGLE, which costs every call on the measured path as MPI_THREAD_MULTIPLE does
+  // (about 0.25 us per small collective): so single by default (docs/architecture.md
+  // "Failure handling"), funneled on request.
+  const int requested = requested_thread_level();
   int provided = MPI_THREAD_SINGLE;
-  SD_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  SD_MPI_CHECK(MPI_Init_thread(argc, argv, requested, &provided));
   owns_ = true;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (provided < MPI_THREAD_MULTIPLE) {
+  if (provided < requested) {
     MPI_Finalize();  // the destructor will not run for a constructor that throws
     owns_ = false;
-    throw RuntimeFault(
-        "the MPI library does not provide MPI_THREAD_MULTIPLE (got level " +
-        std::to_string(provided) +
-        "); shakedown's watchdog needs it. Use an MPI built with thread support (Open MPI >= 4 "
-        "does by default)");
+    throw RuntimeFault("SHAKEDOWN_MPI_THREAD asks for " + thread_level_name(requested) +
+                       ", and the MPI library provides " + thread_level_name(provided) +
+                       " only: unset it (single is the default) or use an MPI built with thread "
+                       "support");
   }
 }
 

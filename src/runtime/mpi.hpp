@@ -12,9 +12,16 @@ namespace shakedown {
 void mpi_check(int rc, const char* expr, const char* file, int line);
 #define SD_MPI_CHECK(call) ::shakedown::mpi_check((call), #call, __FILE__, __LINE__)
 
-// Initialises MPI with MPI_THREAD_MULTIPLE (the watchdog thread talks to rank 0 while the main
-// thread is inside a collective) and finalises it on destruction. Errors on MPI_COMM_WORLD return
+// Initialises MPI at the level SHAKEDOWN_MPI_THREAD names (requested_thread_level) and finalises
+// it on destruction. Only the main thread calls MPI; the watchdog threads talk over their own
+// sockets (runtime/oob.hpp). Errors on MPI_COMM_WORLD return
 // codes instead of aborting, so SD_MPI_CHECK can name the call.
+// SHAKEDOWN_MPI_THREAD: unset or "single" -> MPI_THREAD_SINGLE, "funneled" ->
+// MPI_THREAD_FUNNELED; anything else is a UsageError naming the variable.
+int requested_thread_level();
+// MPI_THREAD_SINGLE -> "MPI_THREAD_SINGLE".
+std::string thread_level_name(int level);
+
 class MpiEnvironment {
  public:
   MpiEnvironment(int* argc, char*** argv);

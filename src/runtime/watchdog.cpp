@@ -17,17 +17,13 @@
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/oob.hpp"
 #include "runtime/signals.hpp"
 
 namespace shakedown {
 
 namespace {
-constexpr int kTag = 7302;           // PositionMessage
-constexpr int kFailTag = 7303;       // int exit code, then the failing rank's message
-constexpr int kAbortTag = 7304;      // rank 0 -> the others: run your local aborts (one int)
-constexpr int kAbortAckTag = 7305;   // the others -> rank 0: local aborts done (one int)
-constexpr int kInterruptTag = 7306;  // the others -> rank 0: this rank got a signal (one int)
-constexpr int kPingTag = 7307;       // rank 0 -> the others: report your position now (one int)
+using Type = OobChannel::Type;
 constexpr std::size_t kMaxLabel = 240;
 constexpr std::size_t kMaxBasis = 64;
 constexpr std::int64_t kDoneSeq = -1;
@@ -56,17 +52,6 @@ std::string name_list(const std::vector<int>& ranks,
   std::vector<std::string> names;
   for (int r : ranks) names.push_back(name(static_cast<std::size_t>(r)));
   return join_names(names);
-}
-
-// Requests (notices, pings) to ranks that never received them: nothing waits for them any more.
-void drop_unfinished(std::vector<MPI_Request>& requests) {
-  for (MPI_Request& request : requests) {
-    int done = 0;
-    if (request == MPI_REQUEST_NULL) continue;
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) continue;
-    MPI_Cancel(&request);
-    MPI_Request_free(&request);
-  }
 }
 
 // The boot id and pid namespace: processes with the same identity can be looked up in /proc.
@@ -289,6 +274,10 @@ std::string interrupt_reason(int signal, const std::string& signalled_rank,
 void abort_job(ExitCode code) {
   std::fflush(stdout);
   std::fflush(stderr);
+  // The one MPI call a watchdog thread makes, while the main thread may be blocked inside MPI
+  // (only the main thread calls MPI otherwise: docs/architecture.md "Failure handling" says why
+  // this is the exception). Open MPI and MPICH hand it to the launcher (PMIx_Abort, PMI abort),
+  // which ends every rank; it does not use the communication state a thread level protects.
   MPI_Abort(MPI_COMM_WORLD, static_cast<int>(code));
   std::abort();  // MPI_Abort does not return
 }
@@ -296,17 +285,17 @@ void abort_job(ExitCode code) {
 Watchdog::Watchdog(MPI_Comm world, Options options, std::vector<std::string> rank_names,
                    AbortHook hook)
     : options_(std::move(options)), rank_names_(std::move(rank_names)), hook_(std::move(hook)) {
-  comm_ = comm_dup(world);
-  rank_ = comm_rank(comm_.get());
-  size_ = comm_size(comm_.get());
+  rank_ = comm_rank(world);
+  size_ = comm_size(world);
   const std::vector<std::string> ids =
-      allgather_strings(comm_.get(), std::to_string(getpid()) + " " + host_identity());
+      allgather_strings(world, std::to_string(getpid()) + " " + host_identity());
   for (const std::string& id : ids) {
     const auto space = id.find(' ');
     pids_.push_back(std::stol(id.substr(0, space)));
     host_ids_.push_back(space == std::string::npos ? "" : id.substr(space + 1));
   }
   skip_ack_.assign(static_cast<std::size_t>(size_), false);
+  channel_ = std::make_unique<OobChannel>(world, rank_names_, options_.connect_timeout_s);
   start_us_ = now_us();
   step_started_us_ = start_us_;
   timeout_s_ = options_.step_timeout_s;
@@ -321,7 +310,6 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  drop_unfinished(abort_notices_);  // notices to ranks that had stopped
 }
 
 Watchdog::AbortRegistration Watchdog::on_abort(LocalAbort fn) {
@@ -371,32 +359,20 @@ void Watchdog::run_local_aborts(double limit_s) {
 }
 
 void Watchdog::notify_peers_and_wait() {
-  static const int kNotice = 1;  // the payload is not read; a constant outlives the sends
-  abort_notices_.assign(static_cast<std::size_t>(std::max(size_ - 1, 0)), MPI_REQUEST_NULL);
-  for (int r = 1; r < size_; ++r) {
-    MPI_Isend(&kNotice, 1, MPI_INT, r, kAbortTag, comm_.get(),
-              &abort_notices_[static_cast<std::size_t>(r - 1)]);
-  }
+  for (int r = 1; r < size_; ++r) channel_->send(r, Type::kAbort, nullptr, 0);
   const double started = now_us();
   run_local_aborts(options_.abort_grace_s);
-  // Acks are read here, whichever thread this is, with matched probes (MPI_Improbe/MPI_Mrecv),
-  // so the watchdog thread reading its own messages meanwhile can never take one from under us.
+  // Acks are read here, whichever thread this is; the watchdog thread, if it is not this one,
+  // counts those it takes from the channel meanwhile.
   // A peer whose local aborts time out acks after the grace period and one poll: wait that long.
   const double deadline = started + (2 * options_.abort_grace_s + 2 * options_.poll_s) * 1e6;
   int expected = 0;  // ranks known to be silent will not answer: do not wait for them
   for (int r = 1; r < size_; ++r) expected += skip_ack_[static_cast<std::size_t>(r)] ? 0 : 1;
   while (abort_acks_.load() < expected && now_us() < deadline) {
-    int flag = 0;
-    MPI_Message message;
-    if (MPI_Improbe(MPI_ANY_SOURCE, kAbortAckTag, comm_.get(), &flag, &message,
-                    MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-        flag) {
-      int word = 0;
-      MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
-      ++abort_acks_;
-      continue;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    channel_->pump();
+    const auto acks = channel_->take(Type::kAbortAck);
+    abort_acks_ += static_cast<int>(acks.size());
+    if (acks.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
@@ -458,8 +434,7 @@ void Watchdog::fail(ExitCode code, const std::string& message, const std::string
     const int c = static_cast<int>(code);
     std::memcpy(payload.data(), &c, sizeof c);
     payload += reason;
-    if (MPI_Send(payload.data(), static_cast<int>(payload.size()), MPI_CHAR, 0, kFailTag,
-                 comm_.get()) == MPI_SUCCESS) {
+    if (channel_->send(0, Type::kFail, payload) && channel_->flush(5)) {
       // Rank 0 normally ends the job within a poll; if it is gone, end it from here.
       std::this_thread::sleep_for(std::chrono::seconds(10));
     }
@@ -505,7 +480,6 @@ void Watchdog::run_peer() {
   double interrupted_us = 0;  // when this rank told rank 0 it got a signal
   bool rank0_ending = false;  // rank 0 said it is ending the job: it needs no help from here
   int interrupt_word = 0;
-  MPI_Request interrupt_request = MPI_REQUEST_NULL;
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
   for (;;) {
     bool stopping = false;
@@ -517,44 +491,41 @@ void Watchdog::run_peer() {
       stopping = stop_requested_;
     }
     Report now = current();
-    // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
-    int notice = 0;
-    if (MPI_Iprobe(0, kAbortTag, comm_.get(), &notice, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-        notice) {
-      int word = 0;
-      MPI_Recv(&word, 1, MPI_INT, 0, kAbortTag, comm_.get(), MPI_STATUS_IGNORE);
-      run_local_aborts(options_.abort_grace_s);
-      MPI_Send(&word, 1, MPI_INT, 0, kAbortAckTag, comm_.get());
-      rank0_ending = true;
-    }
-    // Rank 0 asks who is still there (after a signal): answer at once.
+    channel_->pump();
     bool ping = false;
-    int pinged = 0;
-    if (MPI_Iprobe(0, kPingTag, comm_.get(), &pinged, MPI_STATUS_IGNORE) == MPI_SUCCESS && pinged) {
-      int word = 0;
-      MPI_Recv(&word, 1, MPI_INT, 0, kPingTag, comm_.get(), MPI_STATUS_IGNORE);
-      ping = true;
+    for (const OobChannel::Message& m : channel_->take()) {
+      if (m.type == Type::kAbort && !rank0_ending) {
+        // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
+        run_local_aborts(options_.abort_grace_s);
+        channel_->send(0, Type::kAbortAck, nullptr, 0);
+        rank0_ending = true;
+      } else if (m.type == Type::kPing) {
+        ping = true;  // rank 0 asks who is still there (after a signal): answer at once
+      }
     }
     // A signal: rank 0 marks the file and ends the job; this rank only tells it.
     if (interrupted_us == 0 && options_.pending_signal) {
       if (const int signal = options_.pending_signal(); signal != 0) {
         interrupt_word = signal;
         interrupted_us = now_us();
-        MPI_Isend(&interrupt_word, 1, MPI_INT, 0, kInterruptTag, comm_.get(), &interrupt_request);
+        channel_->send(0, Type::kInterrupt, &interrupt_word, sizeof interrupt_word);
       }
     }
     // The position when it changed, and at least once per heartbeat: silence means trouble.
+    // A send that fails (rank 0 gone, or frozen with its queue full) is not retried: the next
+    // one carries the newer position, and the time-outs below still apply.
     const double t = now_us();
     if (ping || now.msg.seq != sent_seq || now.msg.done != sent_done ||
         (t - sent_us) * 1e-6 >= options_.heartbeat_s) {
-      if (MPI_Send(&now.msg, sizeof now.msg, MPI_BYTE, 0, kTag, comm_.get()) != MPI_SUCCESS) break;
+      channel_->send(0, Type::kPosition, &now.msg, sizeof now.msg);
       sent_seq = now.msg.seq;
       sent_done = now.msg.done;
       sent_us = t;
     }
     if (stopping) {
       now.msg.seq = kDoneSeq;
-      MPI_Send(&now.msg, sizeof now.msg, MPI_BYTE, 0, kTag, comm_.get());
+      channel_->send(0, Type::kPosition, &now.msg, sizeof now.msg);
+      channel_->flush(options_.abort_grace_s);
       break;
     }
     if (interrupted_us > 0 && !rank0_ending &&
@@ -577,8 +548,6 @@ void Watchdog::run_peer() {
       break;
     }
   }
-  std::vector<MPI_Request> interrupt_requests{interrupt_request};
-  drop_unfinished(interrupt_requests);
 }
 
 void Watchdog::run_root() {
@@ -587,6 +556,7 @@ void Watchdog::run_root() {
     double heard_us = 0;    // the last message from it
     double changed_us = 0;  // when its progress count last changed (or its step began)
     bool reported = false;  // it told us it got a signal
+    bool finished = false;  // it reached the end of the run
   };
   const double t_start = now_us();
   std::vector<Rank> ranks(static_cast<std::size_t>(size_));
@@ -618,18 +588,14 @@ void Watchdog::run_root() {
     double ping_us = 0;
   };
   std::optional<Interrupt> interrupt;
-  static const int kPing = 1;  // the payload is not read; a constant outlives the sends
-  std::vector<MPI_Request> pings;
   auto start_interrupt = [&](int signal, int rank) {
     interrupt = Interrupt{signal, rank, now_us()};
-    pings.assign(static_cast<std::size_t>(std::max(size_ - 1, 0)), MPI_REQUEST_NULL);
-    for (int r = 1; r < size_; ++r) {
-      MPI_Isend(&kPing, 1, MPI_INT, r, kPingTag, comm_.get(),
-                &pings[static_cast<std::size_t>(r - 1)]);
-    }
+    for (int r = 1; r < size_; ++r) channel_->send(r, Type::kPing, nullptr, 0);
   };
-  // Silent ranks are looked up in /proc when they run on rank 0's host.
+  // A rank whose connection closed has ended (on any host); other silent ranks are looked up in
+  // /proc when they run on rank 0's host.
   auto liveness_of = [&](int r) {
+    if (channel_->closed(r)) return Liveness::kGone;
     if (host_ids_[static_cast<std::size_t>(r)] != host_ids_[0]) return Liveness::kSilent;
     return process_state(pids_[static_cast<std::size_t>(r)]);
   };
@@ -651,66 +617,40 @@ void Watchdog::run_root() {
     if (!interrupt && options_.pending_signal) {
       if (const int signal = options_.pending_signal(); signal != 0) start_interrupt(signal, 0);
     }
-    for (;;) {
-      // Matched probes: the main thread may read abort acks on this communicator at the same
-      // time (notify_peers_and_wait), and a plain probe + receive could then receive the wrong
-      // message.
-      int flag = 0;
-      MPI_Status status;
-      MPI_Message message;
-      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &message, &status) !=
-              MPI_SUCCESS ||
-          !flag) {
-        break;
-      }
-      const int source = status.MPI_SOURCE;
-      if (source > 0 && source < size_) ranks[static_cast<std::size_t>(source)].heard_us = now_us();
-      if (status.MPI_TAG == kAbortAckTag) {
-        int word = 0;
-        MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
+    channel_->pump();
+    for (const OobChannel::Message& m : channel_->take()) {
+      const int source = m.peer;
+      if (source <= 0 || source >= size_) continue;
+      Rank& from = ranks[static_cast<std::size_t>(source)];
+      from.heard_us = now_us();
+      if (m.type == Type::kAbortAck) {
         ++abort_acks_;
-        continue;
-      }
-      if (status.MPI_TAG == kInterruptTag) {
+      } else if (m.type == Type::kInterrupt && m.payload.size() == sizeof(int)) {
         int signal = 0;
-        MPI_Mrecv(&signal, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
-        ranks[static_cast<std::size_t>(source)].reported = true;
+        std::memcpy(&signal, m.payload.data(), sizeof signal);
+        from.reported = true;
         if (!interrupt) start_interrupt(signal, source);
-        continue;
-      }
-      if (status.MPI_TAG == kFailTag) {
-        int count = 0;
-        MPI_Get_count(&status, MPI_CHAR, &count);
-        std::string payload(static_cast<std::size_t>(std::max(count, 0)), '\0');
-        if (MPI_Mrecv(payload.data(), count, MPI_CHAR, &message, MPI_STATUS_IGNORE) !=
-                MPI_SUCCESS ||
-            payload.size() < sizeof(int)) {
-          continue;
-        }
+      } else if (m.type == Type::kFail && m.payload.size() >= sizeof(int)) {
         int code = 0;
-        std::memcpy(&code, payload.data(), sizeof code);
+        std::memcpy(&code, m.payload.data(), sizeof code);
         // The failing rank printed its message already; record it and end the job.
-        abort_run(static_cast<ExitCode>(code), payload.substr(sizeof(int)), false);
-        continue;
+        abort_run(static_cast<ExitCode>(code), m.payload.substr(sizeof(int)), false);
+      } else if (m.type == Type::kPosition && m.payload.size() == sizeof(PositionMessage)) {
+        PositionMessage msg{};
+        std::memcpy(&msg, m.payload.data(), sizeof msg);
+        msg.label[kMaxLabel - 1] = '\0';
+        msg.basis[kMaxBasis - 1] = '\0';
+        if (msg.seq == kDoneSeq) {
+          from.finished = true;
+          ++done;
+        } else {
+          note(source, msg);
+        }
       }
-      if (status.MPI_TAG != kTag) {  // not a message rank 0 expects: take it off the queue
-        int count = 0;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        std::vector<char> ignored(static_cast<std::size_t>(std::max(count, 0)));
-        MPI_Mrecv(ignored.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
-        continue;
-      }
-      PositionMessage msg{};
-      if (MPI_Mrecv(&msg, sizeof msg, MPI_BYTE, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-        continue;
-      }
-      msg.label[kMaxLabel - 1] = '\0';
-      msg.basis[kMaxBasis - 1] = '\0';
-      if (msg.seq == kDoneSeq) {
-        ++done;
-      } else {
-        note(source, msg);
-      }
+    }
+    // A rank at the end of the run has nothing more to say: it is not silent.
+    for (Rank& r : ranks) {
+      if (r.finished) r.heard_us = now_us();
     }
     if (stopping && done == size_ - 1) break;
     if (!judging) continue;
@@ -754,7 +694,9 @@ void Watchdog::run_root() {
       RankPosition p = rank.position;
       p.silent_s = (now - rank.heard_us) * 1e-6;
       p.idle_s = (now - rank.changed_us) * 1e-6;
-      p.liveness = p.silent_s > stale_s ? liveness_of(r) : Liveness::kAnswering;
+      p.liveness = p.silent_s > stale_s || (r > 0 && !rank.finished && channel_->closed(r))
+                       ? liveness_of(r)
+                       : Liveness::kAnswering;
       // Silent, yet /proc shows it running: its watchdog thread is starved or blocked. Still
       // silent: it is not answering rank 0.
       positions.push_back(std::move(p));
@@ -779,7 +721,6 @@ void Watchdog::run_root() {
           true);
     }
   }
-  drop_unfinished(pings);
 }
 
 }  // namespace shakedown

@@ -4,7 +4,8 @@
 // which notices when a step outlives its timeout and names the ranks that never reached it
 // (e.g. "rank 1 (host vm, node 0) did not reach 'phase inventory' within 5 s; it was last at
 // 'clock sync'"). The run then ends with exit 3 through MPI_Abort: a hang cannot be turned into
-// an exception, because the main threads are blocked inside MPI.
+// an exception, because the main threads are blocked inside MPI. The threads talk over TCP
+// connections of their own (runtime/oob.hpp), not MPI, so MPI runs at MPI_THREAD_SINGLE.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -21,6 +22,8 @@
 #include "runtime/mpi.hpp"
 
 namespace shakedown {
+
+class OobChannel;
 
 // Whether a rank's watchdog thread still talks to rank 0. A stopped or dead process stops its
 // watchdog thread too, so silence tells a frozen rank from one waiting inside a collective.
@@ -109,6 +112,8 @@ class Watchdog {
     // How long rank 0 waits for the other ranks to run their local aborts (on_abort) before it
     // ends the job; a rank that is dead or wedged does not answer, so this bounds the wait.
     double abort_grace_s = 5;
+    // How long the other ranks have to connect to rank 0's watchdog at start-up.
+    double connect_timeout_s = 60;
   };
   // Called on rank 0 before the job ends, with the reason (e.g. to mark the HDF5 file aborted).
   using AbortHook = std::function<void(const std::string& reason)>;
@@ -148,8 +153,8 @@ class Watchdog {
     int id_ = 0;
   };
 
-  // Collective over `world` (duplicated for the watchdog's own traffic). `rank_names[r]` is how
-  // messages name rank r.
+  // Collective over `world` (main thread): sets up the watchdog's connections to rank 0.
+  // `rank_names[r]` is how messages name rank r.
   Watchdog(MPI_Comm world, Options options, std::vector<std::string> rank_names, AbortHook hook);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -204,7 +209,7 @@ class Watchdog {
   Options options_;
   std::vector<std::string> rank_names_;
   AbortHook hook_;
-  CommHandle comm_;
+  std::unique_ptr<OobChannel> channel_;
   int rank_ = 0;
   int size_ = 1;
   double start_us_ = 0;
@@ -229,8 +234,7 @@ class Watchdog {
 
   std::shared_ptr<LocalAborts> local_ = std::make_shared<LocalAborts>();
   std::once_flag local_once_;
-  std::atomic<int> abort_acks_{0};          // rank 0: peers that ran their local aborts
-  std::vector<MPI_Request> abort_notices_;  // rank 0: the notices sent to the peers
+  std::atomic<int> abort_acks_{0};  // rank 0: peers that ran their local aborts
 
   std::thread thread_;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "mpi_offthread.hpp"
 #include "runtime/mpi.hpp"
 
 namespace {
@@ -35,6 +36,13 @@ int main(int argc, char** argv) {
     listeners.Append(new FailurePrinter(rank));
   }
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  // Only the main thread may call MPI (MPI_THREAD_SINGLE or FUNNELED): no test did otherwise.
+  if (const int off = shakedown::testing_support::mpi_calls_off_main_thread(); off > 0) {
+    std::fprintf(stderr,
+                 "[rank %d] %d MPI call(s) from a thread other than the main one, first %s\n", rank,
+                 off, shakedown::testing_support::first_mpi_call_off_main_thread().c_str());
+    failed = 1;
+  }
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0 && failed) std::fprintf(stderr, "mpi_tests: a test failed on some rank\n");
   return failed;

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
+#include "mpi_offthread.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/watchdog.hpp"
 
@@ -197,4 +199,49 @@ TEST(WatchdogMpi, QuietRanksKeepAnswering) {
     EXPECT_FALSE(wd.tripped());
   }
   EXPECT_EQ(seen.aborts, 0);
+}
+
+// The measured path's MPI runs at the level chosen (MpiEnvironment, as in shakedown itself:
+// MPI_THREAD_SINGLE unless SHAKEDOWN_MPI_THREAD=funneled),
+// and the watchdog's threads keep to their own channel: a stall caught, its local aborts run on
+// every rank and rank 0 waiting for their acks, a signal reported and every rank pinged, all
+// without one MPI call from a thread other than the main one (counted by mpi_offthread.cpp).
+TEST(WatchdogMpi, ItsThreadsCallNoMpiAtTheChosenLevel) {
+  int level = -1;
+  ASSERT_EQ(MPI_Query_thread(&level), MPI_SUCCESS);
+  EXPECT_EQ(level, requested_thread_level());
+  if (std::getenv("SHAKEDOWN_MPI_THREAD") == nullptr) {
+    EXPECT_EQ(level, MPI_THREAD_SINGLE);
+  }
+  const int before = testing_support::mpi_calls_off_main_thread();
+  const int me = comm_rank(MPI_COMM_WORLD);
+  const int last = comm_size(MPI_COMM_WORLD) - 1;
+  Observed seen;
+  std::atomic<int> ran{0};
+  std::atomic<int> signal{0};
+  {
+    Watchdog::Options o = test_options(seen, 1.0);
+    o.heartbeat_s = 0.1;
+    o.pending_signal = [&] { return signal.load(); };
+    Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
+    auto registration = wd.on_abort([&] { ++ran; });
+    wd.step("warm up");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == last) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    wd.step("the step");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 300 && ran.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (me == last) signal = SIGTERM;  // after the abort: reported and pinged, not acted on
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MPI_Barrier(MPI_COMM_WORLD);
+    wd.stop();
+  }
+  EXPECT_EQ(ran.load(), 1) << "rank " << me;
+  if (me == 0) {
+    EXPECT_EQ(seen.aborts, 1);
+  }
+  EXPECT_EQ(testing_support::mpi_calls_off_main_thread(), before)
+      << "first: " << testing_support::first_mpi_call_off_main_thread();
 }

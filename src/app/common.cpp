@@ -81,6 +81,7 @@ std::unique_ptr<Watchdog> make_watchdog(const Context& ctx, const Config& config
   Watchdog::Options options;
   options.step_timeout_s = config.timeouts.phase_s;
   options.run_timeout_s = config.timeouts.run_s;
+  options.connect_timeout_s = config.timeouts.init_s;  // the watchdog's start-up is start-up
   options.pending_signal = [&signals] { return signals.pending(); };
   return std::make_unique<Watchdog>(ctx.world(), options, std::move(names), std::move(hook));
 }

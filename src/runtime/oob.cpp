@@ -29,7 +29,6 @@ namespace shakedown {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x53445744;  // "SDWD"
-constexpr std::size_t kMaxPayload = 1 << 16;  // a longer message is a protocol error
 constexpr std::size_t kMaxQueued = 1 << 20;   // per connection; past it the peer reads nothing
 constexpr int kSpareFiles = 64;               // rank 0's files besides the connections
 
@@ -361,9 +360,12 @@ void OobChannel::connect_to_root(const std::string& endpoint, double timeout_s) 
     std::ostringstream os;
     os << "cannot connect to rank 0's watchdog on port " << port << " (";
     for (std::size_t i = 0; i < attempts.size(); ++i) {
-      os << (i ? "; " : "") << attempts[i].address << ": "
-         << (attempts[i].error.empty() ? "no answer within " + std::to_string(timeout_s) + " s"
-                                       : attempts[i].error);
+      os << (i ? "; " : "") << attempts[i].address << ": ";
+      if (attempts[i].error.empty()) {
+        os << "no answer within " << timeout_s << " s (timeouts.init_s)";
+      } else {
+        os << attempts[i].error;
+      }
     }
     os << "). The watchdog needs TCP from every node to rank 0's node: check firewalls";
     throw RuntimeFault(os.str());

@@ -29,6 +29,9 @@ class OobChannel {
     kInterrupt,     // the others -> rank 0: this rank got a signal (int)
     kPing,          // rank 0 -> the others: report your position now
   };
+  // The longest payload a message may carry; send() refuses a longer one.
+  static constexpr std::size_t kMaxPayload = std::size_t{1} << 16;
+
   struct Message {
     int peer = 0;  // who sent it
     Type type = Type::kPosition;
@@ -41,9 +44,6 @@ class OobChannel {
   ~OobChannel();
   OobChannel(const OobChannel&) = delete;
   OobChannel& operator=(const OobChannel&) = delete;
-
-  int rank() const { return rank_; }
-  int size() const { return size_; }
 
   // Queues a message to `peer` (rank 0, on the other ranks) and sends what the socket takes now.
   // False when the connection is closed or its queue is full (the peer reads nothing: frozen).

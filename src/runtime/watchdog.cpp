@@ -433,7 +433,8 @@ void Watchdog::fail(ExitCode code, const std::string& message, const std::string
     std::string payload(sizeof(int), '\0');
     const int c = static_cast<int>(code);
     std::memcpy(payload.data(), &c, sizeof c);
-    payload += reason;
+    // One message's worth (the channel refuses a longer one): the whole text is printed above.
+    payload += reason.substr(0, OobChannel::kMaxPayload - payload.size());
     if (channel_->send(0, Type::kFail, payload) && channel_->flush(5)) {
       // Rank 0 normally ends the job within a poll; if it is gone, end it from here.
       std::this_thread::sleep_for(std::chrono::seconds(10));

@@ -112,7 +112,8 @@ class Watchdog {
     // How long rank 0 waits for the other ranks to run their local aborts (on_abort) before it
     // ends the job; a rank that is dead or wedged does not answer, so this bounds the wait.
     double abort_grace_s = 5;
-    // How long the other ranks have to connect to rank 0's watchdog at start-up.
+    // How long the other ranks have to connect to rank 0's watchdog at start-up
+    // (timeouts.init_s).
     double connect_timeout_s = 60;
   };
   // Called on rank 0 before the job ends, with the reason (e.g. to mark the HDF5 file aborted).

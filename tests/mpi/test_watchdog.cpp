@@ -41,6 +41,25 @@ Watchdog::Options test_options(Observed& seen, double step_timeout_s) {
   return o;
 }
 
+// Every rank reaches "warm up"; the last one dawdles `late_ms` (not in MPI) before "the step",
+// which the others have reached: with a 1 s step timeout, rank 0 catches it.
+void last_rank_arrives_late(Watchdog& wd, int late_ms) {
+  wd.step("warm up");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (comm_rank(MPI_COMM_WORLD) == comm_size(MPI_COMM_WORLD) - 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+  }
+  wd.step("the step");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Waits (at most 5 s) until `ran` counts a local abort on this rank.
+void await_local_abort(const std::atomic<int>& ran) {
+  for (int i = 0; i < 500 && ran.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 TEST(WatchdogMpi, QuickStepsNeverTrip) {
@@ -72,12 +91,7 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
                   std::lock_guard lock(seen.mutex);
                   seen.reason = reason;
                 });
-    wd.step("warm up");
-    MPI_Barrier(MPI_COMM_WORLD);
-    // The last rank dawdles 3 s (not in MPI) before the step everyone else has reached.
-    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
-    wd.step("the step");
-    MPI_Barrier(MPI_COMM_WORLD);
+    last_rank_arrives_late(wd, 3000);
     if (me == 0) {
       EXPECT_TRUE(wd.tripped());
     }
@@ -99,7 +113,6 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
 // the others said they are done: each peer's local abort takes 300 ms here, and rank 0's abort
 // action must come after the last of them finished (one host: the clocks are the same).
 TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
-  const int late = comm_size(MPI_COMM_WORLD) - 1;
   const int me = comm_rank(MPI_COMM_WORLD);
   Observed seen;
   std::atomic<int> ran{0};
@@ -122,15 +135,8 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
     {
       auto dropped = wd.on_abort([] { ADD_FAILURE() << "an unregistered local abort ran"; });
     }
-    wd.step("warm up");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
-    wd.step("the step");
-    MPI_Barrier(MPI_COMM_WORLD);
-    // The notice reaches the other ranks within a few polls.
-    for (int i = 0; i < 500 && ran.load() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    last_rank_arrives_late(wd, 3000);
+    await_local_abort(ran);  // the notice reaches the other ranks within a few polls
     wd.stop();
   }
   EXPECT_EQ(ran.load(), 1) << "rank " << me;
@@ -225,14 +231,8 @@ TEST(WatchdogMpi, ItsThreadsCallNoMpiAtTheChosenLevel) {
     o.pending_signal = [&] { return signal.load(); };
     Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
     auto registration = wd.on_abort([&] { ++ran; });
-    wd.step("warm up");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (me == last) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    wd.step("the step");
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < 300 && ran.load() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    last_rank_arrives_late(wd, 2500);
+    await_local_abort(ran);
     if (me == last) signal = SIGTERM;  // after the abort: reported and pinged, not acted on
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MPI_Barrier(MPI_COMM_WORLD);

@@ -53,28 +53,37 @@ Recorder::~Recorder() {
 }
 
 void Recorder::worker() {
-  std::unique_lock lock(queue_mutex_);
   for (;;) {
-    queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
-    running_job_ = true;
-    lock.unlock();
     {
-      std::lock_guard writer_lock(mutex_);
-      if (!aborted_ && !failure_) {  // after a failure the file takes nothing more
-        try {
-          job.fn(*writer_);
-        } catch (...) {
-          std::lock_guard q(queue_mutex_);
-          failure_ = std::current_exception();
-        }
+      std::unique_lock lock(queue_mutex_);
+      queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+    }
+    // The writer first, then the job off the queue: a job is always either queued or being
+    // written, so mark_aborted (which holds the writer while it runs what is queued) never
+    // misses one taken off the queue but not yet written.
+    std::lock_guard writer_lock(mutex_);
+    Job job;
+    {
+      std::lock_guard lock(queue_mutex_);
+      if (queue_.empty()) continue;  // mark_aborted ran them meanwhile
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      running_job_ = true;
+    }
+    if (!aborted_ && !failure_) {  // after a failure the file takes nothing more
+      try {
+        job.fn(*writer_);
+      } catch (...) {
+        std::lock_guard q(queue_mutex_);
+        failure_ = std::current_exception();
       }
     }
-    lock.lock();
-    running_job_ = false;
-    queued_bytes_ -= job.bytes;
+    {
+      std::lock_guard lock(queue_mutex_);
+      running_job_ = false;
+      queued_bytes_ -= job.bytes;
+    }
     queue_changed_.notify_all();
   }
 }

@@ -77,7 +77,7 @@ class Recorder {
  private:
   struct Job {
     std::function<void(RunWriter&)> fn;
-    std::size_t bytes;
+    std::size_t bytes = 0;
   };
   void worker();
   // Runs queued jobs on this thread (the caller holds mutex_); keeps the first failure.

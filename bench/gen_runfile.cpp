@@ -24,6 +24,7 @@
 
 #include "comm/collectives.hpp"
 #include "config/load.hpp"
+#include "core/error.hpp"
 #include "core/stats.hpp"
 #include "record/collective_rows.hpp"
 #include "record/gemm_rows.hpp"
@@ -47,7 +48,7 @@ struct Scope {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int generate(int argc, char** argv) {
   CLI::App app{"Write a synthetic shakedown run file of N ranks with the real RunWriter"};
   int world = 1024, nodes = 128, compression = 4, iters = 20, slow_rank = -1;
   std::string out, sizes_text = "8:8G";
@@ -269,4 +270,17 @@ int main(int argc, char** argv) {
               sum / static_cast<double>(row_ms.size()));
   std::printf("rows_write_s %.2f total_s %.2f\n", sum / 1e3, total_s);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // A bad --out or a full disk is said in one line with its exit code, not a terminate().
+  try {
+    return generate(argc, argv);
+  } catch (const sd::Error& e) {
+    std::fprintf(stderr, "gen_runfile: %s\n", e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gen_runfile: %s\n", e.what());
+    return static_cast<int>(sd::ExitCode::kInternal);
+  }
 }

@@ -140,7 +140,7 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
       if (mine.empty()) continue;
       std::sort(mine.begin(), mine.end());
       low[r].assign(mine.begin(), mine.begin() + static_cast<long>((mine.size() + 1) / 2));
-      level[r] = percentile(mine, 0.25);
+      level[r] = percentile_of_sorted(mine, 0.25);
       present.push_back(static_cast<int>(r));
     }
     if (present.size() < 3) continue;  // two ranks cannot say which one is slow

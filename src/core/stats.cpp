@@ -8,19 +8,32 @@
 namespace shakedown {
 
 namespace {
-std::vector<double> finite_sorted(std::span<const double> values) {
+std::vector<double> finite(std::span<const double> values) {
   std::vector<double> v;
   v.reserve(values.size());
   for (double x : values) {
     if (!std::isnan(x)) v.push_back(x);
   }
-  std::sort(v.begin(), v.end());
   return v;
 }
 }  // namespace
 
 double percentile(std::span<const double> values, double q) {
-  const std::vector<double> v = finite_sorted(values);
+  // The two order statistics around the position, by selection (linear) rather than a sort:
+  // the summary takes a median of every iteration's ranks at every size.
+  std::vector<double> v = finite(values);
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  q = std::clamp(q, 0.0, 1.0);
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(lo);
+  std::nth_element(v.begin(), at, v.end());
+  const double below = *at;
+  const double above = lo + 1 < v.size() ? *std::min_element(at + 1, v.end()) : below;
+  return below + (above - below) * (pos - static_cast<double>(lo));
+}
+
+double percentile_of_sorted(std::span<const double> v, double q) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
   q = std::clamp(q, 0.0, 1.0);
   const double pos = q * static_cast<double>(v.size() - 1);

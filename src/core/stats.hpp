@@ -9,6 +9,8 @@ namespace shakedown {
 
 // Linear interpolation between closest ranks; q in [0, 1].
 double percentile(std::span<const double> values, double q);
+// The same for values already sorted, without NaN (no copy, no sort).
+double percentile_of_sorted(std::span<const double> sorted, double q);
 inline double median(std::span<const double> values) {
   return percentile(values, 0.5);
 }

@@ -9,6 +9,7 @@
 // vectors from the record accessors; the generic read_* accessors throw UsageError instead.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -83,11 +84,14 @@ class RunFile {
   std::int64_t attr_int64(const std::string& path, const std::string& name) const;
 
  private:
-  RunFile(std::filesystem::path path, int schema_version)
-      : path_(std::move(path)), schema_version_(schema_version) {}
+  struct OpenFile;  // the HDF5 file id (reader.cpp: HDF5 stays out of this header)
+  RunFile(std::filesystem::path path, int schema_version, std::shared_ptr<const OpenFile> file)
+      : path_(std::move(path)), schema_version_(schema_version), file_(std::move(file)) {}
 
   std::filesystem::path path_;
   int schema_version_ = 0;
+  // Held open while a copy lives, unless the file is still being written (reader.cpp).
+  std::shared_ptr<const OpenFile> file_;
 };
 
 }  // namespace shakedown

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -25,6 +26,16 @@ TEST(Stats, PercentilesInterpolate) {
   EXPECT_DOUBLE_EQ(percentile(v, 0), 0);
   EXPECT_DOUBLE_EQ(percentile(v, 1), 100);
   EXPECT_DOUBLE_EQ(percentile(std::vector<double>{1, 2}, 0.25), 1.25);
+}
+
+TEST(Stats, PercentileOfSortedAgreesWithPercentile) {
+  const std::vector<double> shuffled = {7, 3, 9, 1, 4, 4, 8, 2};
+  std::vector<double> sorted = shuffled;
+  std::sort(sorted.begin(), sorted.end());
+  for (double q : {0.0, 0.1, 0.25, 0.5, 0.9, 1.0}) {
+    EXPECT_DOUBLE_EQ(percentile_of_sorted(sorted, q), percentile(shuffled, q)) << q;
+  }
+  EXPECT_TRUE(std::isnan(percentile_of_sorted(std::vector<double>{}, 0.5)));
 }
 
 TEST(Stats, MadIgnoresOneOutlier) {

@@ -10,16 +10,17 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "core/gpu_libraries.hpp"
 
 namespace shakedown::detail {
 
 [[noreturn]] inline void throw_nccl_error(ncclResult_t rc, const char* expr, const char* file,
                                           int line) {
   std::string message = std::string("NCCL error in ") + expr + " at " + file + ":" +
-                        std::to_string(line) + ": " + ncclGetErrorString(rc);
+                        std::to_string(line) + ": " + nccl_api().GetErrorString(rc);
   // The last error's detail (e.g. which peer or transport failed). The communicator argument is
   // unused by NCCL (it keeps the message per thread), so no handle is needed here.
-  const char* last = ncclGetLastError(nullptr);
+  const char* last = nccl_api().GetLastError(nullptr);
   if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
   if (rc == ncclUnhandledCudaError) {
     const cudaError_t cuda = cudaGetLastError();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "comm/cuda_check.hpp"
+#include "core/gpu_libraries.hpp"
 #include "kernels/collective_kernels.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/mpi.hpp"
@@ -53,15 +54,15 @@ void check_started(ncclResult_t rc, const char* expr, const char* file, int line
 // calls of this thread queued in a group that never ends.
 class Group {
  public:
-  Group() { SD_NCCL_CHECK(ncclGroupStart()); }
+  Group() { SD_NCCL_CHECK(nccl_api().GroupStart()); }
   ~Group() {
-    if (open_) (void)ncclGroupEnd();
+    if (open_) (void)nccl_api().GroupEnd();
   }
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
   void end() {
     open_ = false;
-    SD_NCCL_START(ncclGroupEnd());
+    SD_NCCL_START(nccl_api().GroupEnd());
   }
 
  private:
@@ -70,8 +71,8 @@ class Group {
 
 // "<what> failed: <NCCL's error> (<its last message>) (NCCL_DEBUG=INFO ...)".
 std::string async_failure(ncclComm_t comm, ncclResult_t state, const std::string& what) {
-  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
-  return what + " failed: " + ncclGetErrorString(state) +
+  const char* last = comm != nullptr ? nccl_api().GetLastError(comm) : nullptr;
+  return what + " failed: " + nccl_api().GetErrorString(state) +
          (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : "") +
          " (NCCL_DEBUG=INFO names the peer and transport)";
 }
@@ -80,11 +81,11 @@ std::string async_failure(ncclComm_t comm, ncclResult_t state, const std::string
 void wait_until_ready(ncclComm_t comm, const std::string& what) {
   for (;;) {
     ncclResult_t state = ncclSuccess;
-    SD_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+    SD_NCCL_CHECK(nccl_api().CommGetAsyncError(comm, &state));
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
       const std::string message = async_failure(comm, state, what);
-      (void)ncclCommAbort(comm);
+      (void)nccl_api().CommAbort(comm);
       throw RuntimeFault(message);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -177,16 +178,20 @@ void NcclComm::StreamDeleter::operator()(CUstream_st* stream) const noexcept {
 std::unique_ptr<NcclComm> NcclComm::create(MPI_Comm comm, int device) {
   const int rank = comm_rank(comm);
   const int size = comm_size(comm);
-  // A rank without its GPU must fail everywhere before anyone waits inside NCCL's init.
-  agreed(comm, [&] { bind_device(device); });
+  // A rank without its GPU, or whose host cannot load NCCL, must fail everywhere before anyone
+  // waits inside NCCL's init.
+  agreed(comm, [&] {
+    (void)nccl_api();
+    bind_device(device);
+  });
   ncclUniqueId id{};
   agreed(comm, [&] {
-    if (rank == 0) SD_NCCL_CHECK(ncclGetUniqueId(&id));
+    if (rank == 0) SD_NCCL_CHECK(nccl_api().GetUniqueId(&id));
   });
   SD_MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, comm));
   ncclConfig_t config = nonblocking_config();
   ncclComm_t raw = nullptr;
-  SD_NCCL_START(ncclCommInitRankConfig(&raw, size, id, rank, &config));
+  SD_NCCL_START(nccl_api().CommInitRankConfig(&raw, size, id, rank, &config));
   wait_until_ready(raw, "ncclCommInitRankConfig (rank " + std::to_string(rank) + " of " +
                             std::to_string(size) + ", GPU " + std::to_string(device) + ")");
   return std::unique_ptr<NcclComm>(new NcclComm(raw, device));
@@ -195,22 +200,22 @@ std::unique_ptr<NcclComm> NcclComm::create(MPI_Comm comm, int device) {
 std::unique_ptr<NcclComm> NcclComm::create_single(int device) {
   bind_device(device);
   ncclComm_t raw = nullptr;
-  SD_NCCL_CHECK(ncclCommInitAll(&raw, 1, &device));
+  SD_NCCL_CHECK(nccl_api().CommInitAll(&raw, 1, &device));
   return std::unique_ptr<NcclComm>(new NcclComm(raw, device));
 }
 
 std::string NcclComm::version() {
   int code = 0;
-  SD_NCCL_CHECK(ncclGetVersion(&code));
+  SD_NCCL_CHECK(nccl_api().GetVersion(&code));
   return version_string(code);
 }
 
 NcclComm::NcclComm(ncclComm* comm, int device) : comm_(comm), device_(device) {
   try {
     bind();
-    SD_NCCL_CHECK(ncclCommUserRank(comm, &rank_));
-    SD_NCCL_CHECK(ncclCommCount(comm, &size_));
-    SD_NCCL_CHECK(ncclGetVersion(&library_version_));
+    SD_NCCL_CHECK(nccl_api().CommUserRank(comm, &rank_));
+    SD_NCCL_CHECK(nccl_api().CommCount(comm, &size_));
+    SD_NCCL_CHECK(nccl_api().GetVersion(&library_version_));
     SD_CUDA_CHECK(
         cudaDeviceGetAttribute(&compute_major_, cudaDevAttrComputeCapabilityMajor, device_));
     SD_CUDA_CHECK(
@@ -224,7 +229,7 @@ NcclComm::NcclComm(ncclComm* comm, int device) : comm_(comm), device_(device) {
     SD_CUDA_CHECK(cudaMemsetAsync(barrier_word_->data(), 0, sizeof(std::int32_t), stream));
   } catch (...) {
     // The destructor does not run for a half-built object: the communicator is ours to end.
-    (void)ncclCommAbort(comm_.exchange(nullptr));
+    (void)nccl_api().CommAbort(comm_.exchange(nullptr));
     throw;
   }
 }
@@ -238,13 +243,13 @@ NcclComm::~NcclComm() {
   // the error would then never reach the watchdog. Leave it: the job ends through MPI_Abort.
   if (std::uncaught_exceptions() > 0) return;
   (void)cudaSetDevice(device_);
-  if (ncclCommFinalize(comm) == ncclInProgress) {
+  if (nccl_api().CommFinalize(comm) == ncclInProgress) {
     ncclResult_t state = ncclInProgress;
-    while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress) {
+    while (nccl_api().CommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
-  (void)ncclCommDestroy(comm);
+  (void)nccl_api().CommDestroy(comm);
 }
 
 void NcclComm::wait_ready(const char* what) const {
@@ -252,7 +257,7 @@ void NcclComm::wait_ready(const char* what) const {
     {
       std::lock_guard lock(call_mutex_);
       ncclResult_t state = ncclSuccess;
-      SD_NCCL_CHECK(ncclCommGetAsyncError(live(), &state));
+      SD_NCCL_CHECK(nccl_api().CommGetAsyncError(live(), &state));
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) throw_async(state, what);
     }
@@ -292,11 +297,11 @@ std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
   {
     std::lock_guard lock(call_mutex_);
     SD_NCCL_START(
-        ncclCommSplit(live(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config));
+        nccl_api().CommSplit(live(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config));
   }
   wait_ready("ncclCommSplit");           // the parent takes part in the split
   if (child == nullptr) return nullptr;  // NCCL_SPLIT_NOCOLOR: this rank is in no new group
-  wait_until_ready(child, where() + ": ncclCommSplit(color " + std::to_string(color) + ")");
+  wait_until_ready(child, where() + ": nccl_api().CommSplit(color " + std::to_string(color) + ")");
   return std::unique_ptr<NcclComm>(new NcclComm(child, device_));
 }
 
@@ -352,16 +357,16 @@ void NcclComm::enqueue(CollectiveKind kind, const void* send, void* recv, std::u
   }
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      SD_NCCL_START(ncclAllReduce(send, recv, count, type, nccl_op(op), comm, s));
+      SD_NCCL_START(nccl_api().AllReduce(send, recv, count, type, nccl_op(op), comm, s));
       return;
     case CollectiveKind::kAllGather:
-      SD_NCCL_START(ncclAllGather(send, recv, count, type, comm, s));
+      SD_NCCL_START(nccl_api().AllGather(send, recv, count, type, comm, s));
       return;
     case CollectiveKind::kReduceScatter:
-      SD_NCCL_START(ncclReduceScatter(send, recv, count, type, nccl_op(op), comm, s));
+      SD_NCCL_START(nccl_api().ReduceScatter(send, recv, count, type, nccl_op(op), comm, s));
       return;
     case CollectiveKind::kBroadcast:
-      SD_NCCL_START(ncclBroadcast(send, recv, count, type, root, comm, s));
+      SD_NCCL_START(nccl_api().Broadcast(send, recv, count, type, root, comm, s));
       return;
     case CollectiveKind::kAllToAll: {
       // Grouped point-to-point, as nccl-tests does. ncclAlltoAll (2.28+) does the same inside
@@ -369,16 +374,16 @@ void NcclComm::enqueue(CollectiveKind kind, const void* send, void* recv, std::u
       Group group;
       for (int peer = 0; peer < size_; ++peer) {
         const std::size_t offset = static_cast<std::size_t>(peer) * chunk;
-        SD_NCCL_START(ncclSend(in + offset, count, type, peer, comm, s));
-        SD_NCCL_START(ncclRecv(out + offset, count, type, peer, comm, s));
+        SD_NCCL_START(nccl_api().Send(in + offset, count, type, peer, comm, s));
+        SD_NCCL_START(nccl_api().Recv(out + offset, count, type, peer, comm, s));
       }
       group.end();
       return;
     }
     case CollectiveKind::kSendRecv: {
       Group group;
-      SD_NCCL_START(ncclSend(send, count, type, (rank_ + 1) % size_, comm, s));
-      SD_NCCL_START(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, comm, s));
+      SD_NCCL_START(nccl_api().Send(send, count, type, (rank_ + 1) % size_, comm, s));
+      SD_NCCL_START(nccl_api().Recv(recv, count, type, (rank_ - 1 + size_) % size_, comm, s));
       group.end();
       return;
     }
@@ -389,7 +394,7 @@ void NcclComm::enqueue(CollectiveKind kind, const void* send, void* recv, std::u
 void NcclComm::check_async() const {
   std::lock_guard lock(call_mutex_);
   ncclResult_t async = ncclSuccess;
-  SD_NCCL_CHECK(ncclCommGetAsyncError(live(), &async));
+  SD_NCCL_CHECK(nccl_api().CommGetAsyncError(live(), &async));
   if (async == ncclSuccess || async == ncclInProgress) return;
   throw_async(async, "an NCCL operation");
 }
@@ -419,8 +424,8 @@ void NcclComm::barrier() {
   in_flight_ = true;
   {
     std::lock_guard lock(call_mutex_);
-    SD_NCCL_START(ncclAllReduce(barrier_word_->data(), barrier_word_->data(), 1, ncclInt32, ncclSum,
-                                live(), stream_.get()));
+    SD_NCCL_START(nccl_api().AllReduce(barrier_word_->data(), barrier_word_->data(), 1, ncclInt32,
+                                       ncclSum, live(), stream_.get()));
   }
   wait_ready("barrier");
   synchronize();
@@ -433,7 +438,7 @@ void NcclComm::abort() {
   ncclComm* comm = comm_.exchange(nullptr);
   if (comm == nullptr) return;
   (void)cudaSetDevice(device_);  // this may be the watchdog's thread: not device 0's context
-  (void)ncclCommAbort(comm);
+  (void)nccl_api().CommAbort(comm);
 }
 
 void NcclComm::fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,

@@ -23,14 +23,28 @@ std::string last_dl_error(const std::string& fallback) {
 DynamicLibrary DynamicLibrary::open(const std::string& name) {
   DynamicLibrary lib;
   (void)dlerror();
+  lib.name_ = name;
   lib.handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib.handle_ == nullptr) lib.error_ = last_dl_error("cannot load " + name);
   return lib;
 }
 
+DynamicLibrary DynamicLibrary::open_first(const std::vector<std::string>& candidates) {
+  std::string tried;
+  for (const std::string& name : candidates) {
+    DynamicLibrary lib = open(name);
+    if (lib.loaded()) return lib;
+    tried += (tried.empty() ? "" : "; ") + lib.error();
+  }
+  DynamicLibrary none;
+  none.error_ = tried.empty() ? "no library named" : tried;
+  return none;
+}
+
 DynamicLibrary DynamicLibrary::if_loaded(const std::string& name) {
   DynamicLibrary lib;
   (void)dlerror();
+  lib.name_ = name;
   lib.handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (lib.handle_ == nullptr) lib.error_ = name + " is not loaded";
   (void)dlerror();
@@ -41,6 +55,7 @@ DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
   if (this != &other) {
     if (handle_ != nullptr) dlclose(handle_);
     handle_ = std::exchange(other.handle_, nullptr);
+    name_ = std::move(other.name_);
     error_ = std::move(other.error_);
   }
   return *this;

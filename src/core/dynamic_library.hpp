@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace shakedown {
 
@@ -18,11 +19,15 @@ class DynamicLibrary {
   DynamicLibrary() = default;
   // Loads `name` (a soname such as "libucp.so.0"). Check loaded(); error() says why not.
   static DynamicLibrary open(const std::string& name);
+  // The first of `candidates` (sonames or paths) that loads; error() names every attempt.
+  static DynamicLibrary open_first(const std::vector<std::string>& candidates);
   // The handle of `name` if the process has loaded it already (RTLD_NOLOAD): no constructor runs.
   static DynamicLibrary if_loaded(const std::string& name);
 
   DynamicLibrary(DynamicLibrary&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), error_(std::move(other.error_)) {}
+      : handle_(std::exchange(other.handle_, nullptr)),
+        name_(std::move(other.name_)),
+        error_(std::move(other.error_)) {}
   DynamicLibrary& operator=(DynamicLibrary&& other) noexcept;
   DynamicLibrary(const DynamicLibrary&) = delete;
   DynamicLibrary& operator=(const DynamicLibrary&) = delete;
@@ -30,6 +35,8 @@ class DynamicLibrary {
 
   bool loaded() const noexcept { return handle_ != nullptr; }
   const std::string& error() const noexcept { return error_; }
+  // The soname or path it was opened with.
+  const std::string& name() const noexcept { return name_; }
   // The symbol as a function pointer of type Fn, or nullptr (error() then says why).
   template <class Fn>
   Fn function(const char* symbol) {
@@ -39,6 +46,7 @@ class DynamicLibrary {
  private:
   void* address(const char* symbol);
   void* handle_ = nullptr;
+  std::string name_;
   std::string error_;
 };
 

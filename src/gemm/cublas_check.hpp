@@ -9,14 +9,15 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/gpu_libraries.hpp"
 
 namespace shakedown::detail {
 
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t rc, const char* expr, const char* file,
                                             int line) {
   const std::string message = std::string("cuBLASLt error in ") + expr + " at " + file + ":" +
-                              std::to_string(line) + ": " + cublasLtGetStatusName(rc) + ": " +
-                              cublasLtGetStatusString(rc);
+                              std::to_string(line) + ": " + cublaslt_api().GetStatusName(rc) +
+                              ": " + cublaslt_api().GetStatusString(rc);
   if (rc == CUBLAS_STATUS_ALLOC_FAILED) throw OutOfMemory(message);
   throw RuntimeFault(message);
 }

@@ -23,13 +23,13 @@ bool is_fp8(cudaDataType_t t) {
 template <class T>
 void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value,
                    const char* what) {
-  detail::cublas_check(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value), what,
-                       __FILE__, __LINE__);
+  detail::cublas_check(cublaslt_api().MatmulDescSetAttribute(desc, attr, &value, sizeof value),
+                       what, __FILE__, __LINE__);
 }
 
 struct PreferenceDeleter {
   void operator()(cublasLtMatmulPreference_t pref) const noexcept {
-    (void)cublasLtMatmulPreferenceDestroy(pref);
+    (void)cublaslt_api().MatmulPreferenceDestroy(pref);
   }
 };
 
@@ -51,7 +51,7 @@ std::string no_gpu_reason() {
 std::string library_version() {
   // The loaded library's version (major * 10000 + minor * 100 + patch), which may be newer than
   // the headers this was built with: it is the library that decides the bits of D.
-  const std::size_t v = cublasLtGetVersion();
+  const std::size_t v = cublaslt_api().GetVersion();
   return "cuBLASLt " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
          std::to_string(v % 100);
 }
@@ -144,19 +144,19 @@ Stream::~Stream() {
 }
 
 Handle::Handle() {
-  SD_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  SD_CUBLAS_CHECK(cublaslt_api().Create(&handle_));
 }
 
 Handle::~Handle() {
-  if (handle_ != nullptr) (void)cublasLtDestroy(handle_);
+  if (handle_ != nullptr) (void)cublaslt_api().Destroy(handle_);
 }
 
 void Matmul::DescDeleter::operator()(cublasLtMatmulDesc_t desc) const noexcept {
-  (void)cublasLtMatmulDescDestroy(desc);
+  (void)cublaslt_api().MatmulDescDestroy(desc);
 }
 
 void Matmul::LayoutDeleter::operator()(cublasLtMatrixLayout_t layout) const noexcept {
-  (void)cublasLtMatrixLayoutDestroy(layout);
+  (void)cublaslt_api().MatrixLayoutDestroy(layout);
 }
 
 // ---- the matmul ----
@@ -168,7 +168,7 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
     throw InternalError("cuBLASLt matmul " + description + ": empty shape");
   }
   cublasLtMatmulDesc_t desc = nullptr;
-  SD_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  SD_CUBLAS_CHECK(cublaslt_api().MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   desc_.reset(desc);
 
   // Row-major D[m, n] = A[m, k] B[n, k]^T is column-major D'[n, m] = B'^T A' with B' = our B
@@ -209,25 +209,25 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
   const auto n = static_cast<std::uint64_t>(spec.n);
   const auto k = static_cast<std::uint64_t>(spec.k);
   cublasLtMatrixLayout_t layout = nullptr;
-  SD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, spec.b_type, k, n, spec.k));
+  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.b_type, k, n, spec.k));
   lt_a_.reset(layout);
-  SD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, spec.a_type, k, m, spec.k));
+  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.a_type, k, m, spec.k));
   lt_b_.reset(layout);
-  SD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, spec.d_type, n, m, spec.n));
+  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.d_type, n, m, spec.n));
   lt_d_.reset(layout);
 
   cublasLtMatmulPreference_t pref_raw = nullptr;
-  SD_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
+  SD_CUBLAS_CHECK(cublaslt_api().MatmulPreferenceCreate(&pref_raw));
   const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(pref_raw);
   const std::uint64_t max_workspace = workspace_bytes_;
-  SD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  SD_CUBLAS_CHECK(cublaslt_api().MatmulPreferenceSetAttribute(
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof max_workspace));
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t rc =
-      cublasLtMatmulAlgoGetHeuristic(handle_, desc, lt_a_.get(), lt_b_.get(), lt_d_.get(),
-                                     lt_d_.get(), pref.get(), 1, &result, &found);
+      cublaslt_api().MatmulAlgoGetHeuristic(handle_, desc, lt_a_.get(), lt_b_.get(), lt_d_.get(),
+                                            lt_d_.get(), pref.get(), 1, &result, &found);
   if (rc == CUBLAS_STATUS_NOT_SUPPORTED || (rc == CUBLAS_STATUS_SUCCESS && found == 0)) {
     // Not a fault of the machine: this shape and type combination has no kernel. Say so; no
     // silent fallback to another type or layout.
@@ -235,7 +235,7 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
                      description + " with a " + std::to_string(workspace_bytes_ >> 20) +
                      " MiB workspace (cublasLtMatmulAlgoGetHeuristic: " +
                      (rc == CUBLAS_STATUS_SUCCESS ? std::string("0 results")
-                                                  : std::string(cublasLtGetStatusName(rc))) +
+                                                  : std::string(cublaslt_api().GetStatusName(rc))) +
                      "); choose another shape or output type, or run the gemm phase on the CPU "
                      "engine");
   }
@@ -248,9 +248,9 @@ void Matmul::enqueue(const void* a, const void* b, void* d, void* workspace,
   const float alpha = 1.0f;
   const float beta = 0.0f;
   // Operands swapped as the layouts are (see the constructor); C is D with beta = 0.
-  SD_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_.get(), &alpha, b, lt_a_.get(), a, lt_b_.get(),
-                                 &beta, d, lt_d_.get(), d, lt_d_.get(), &algo_, workspace,
-                                 workspace_bytes_, stream));
+  SD_CUBLAS_CHECK(cublaslt_api().Matmul(handle_, desc_.get(), &alpha, b, lt_a_.get(), a,
+                                        lt_b_.get(), &beta, d, lt_d_.get(), d, lt_d_.get(), &algo_,
+                                        workspace, workspace_bytes_, stream));
 }
 
 }  // namespace shakedown::cublaslt

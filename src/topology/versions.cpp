@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "core/dynamic_library.hpp"
+#include "core/error.hpp"
 
 #if SHAKEDOWN_HAVE_CUDA
 #include <cuda_runtime_api.h>
-#include <nccl.h>
+
+#include "core/gpu_libraries.hpp"
 #endif
 
 // OpenBLAS's own entry point. Declared here rather than taken from cblas.h, because on Debian
@@ -101,6 +103,52 @@ std::string ucx_version() {
                   : std::string("unavailable (loading ") + kLibrary + " " + probe.text + ")";
 }
 
+#if SHAKEDOWN_HAVE_CUDA
+// NCCL and the driver are asked in-process only when this process has loaded them already (a
+// GPU run); otherwise in a child process, so that --version and the inventory of a CPU run do
+// not map libraries they never use (docs/architecture.md "GPU libraries").
+std::string nccl_version() {
+  auto ask = []() -> std::string {
+    try {
+      int code = 0;
+      const ncclResult_t rc = nccl_api().GetVersion(&code);
+      return rc == ncclSuccess
+                 ? nccl_version_string(code)
+                 : "unavailable (ncclGetVersion: " + std::string(nccl_api().GetErrorString(rc)) +
+                       ")";
+    } catch (const Error& e) {
+      return "unavailable (" + std::string(e.what()) + ")";
+    }
+  };
+  if (DynamicLibrary::if_loaded(nccl_soname()).loaded()) return ask();
+  const ChildProbe probe = probe_in_child(ask, std::chrono::seconds(10));
+  return probe.ok ? probe.text : "unavailable (loading " + nccl_soname() + " " + probe.text + ")";
+}
+
+std::string driver_text(cudaError_t rc, int driver) {
+  if (rc != cudaSuccess) return std::string("unavailable (") + cudaGetErrorString(rc) + ")";
+  // Without a driver cudaDriverGetVersion succeeds and reports 0.
+  if (driver == 0) return "unavailable (no NVIDIA driver installed)";
+  return cuda_version_string(driver);
+}
+
+std::string cuda_driver_version() {
+  if (DynamicLibrary::if_loaded("libcuda.so.1").loaded()) {
+    int driver = 0;
+    const cudaError_t rc = cudaDriverGetVersion(&driver);
+    return driver_text(rc, driver);
+  }
+  const ChildProbe probe = probe_in_child(
+      [] {
+        int driver = 0;
+        const cudaError_t rc = cudaDriverGetVersion(&driver);
+        return driver_text(rc, driver);
+      },
+      std::chrono::seconds(10));
+  return probe.ok ? probe.text : "unavailable (asking the driver " + probe.text + ")";
+}
+#endif
+
 }  // namespace
 
 LibraryVersions library_versions() {
@@ -113,26 +161,14 @@ LibraryVersions library_versions() {
   v.openblas = openblas_version_string(blas != nullptr ? blas : "");
 #if SHAKEDOWN_HAVE_CUDA
   v.cuda_built = true;
-  int nccl = 0;
-  const ncclResult_t nccl_rc = ncclGetVersion(&nccl);
-  v.nccl = nccl_rc == ncclSuccess
-               ? nccl_version_string(nccl)
-               : std::string("unavailable (") + ncclGetErrorString(nccl_rc) + ")";
+  v.nccl = nccl_version();
+  // The runtime is linked statically: its version is known without loading anything.
   int runtime = 0;
   const cudaError_t rt_rc = cudaRuntimeGetVersion(&runtime);
   v.cuda_runtime = rt_rc == cudaSuccess
                        ? cuda_version_string(runtime)
                        : std::string("unavailable (") + cudaGetErrorString(rt_rc) + ")";
-  // Without a driver cudaDriverGetVersion succeeds and reports 0.
-  int driver = 0;
-  const cudaError_t drv_rc = cudaDriverGetVersion(&driver);
-  if (drv_rc != cudaSuccess) {
-    v.cuda_driver = std::string("unavailable (") + cudaGetErrorString(drv_rc) + ")";
-  } else if (driver == 0) {
-    v.cuda_driver = "unavailable (no NVIDIA driver installed)";
-  } else {
-    v.cuda_driver = cuda_version_string(driver);
-  }
+  v.cuda_driver = cuda_driver_version();
 #else
   v.cuda_built = false;
   v.nccl = "not built";

@@ -94,7 +94,7 @@ TEST(NcclCheck, NamesCallAndNcclError) {
   } catch (const RuntimeFault& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("NCCL error in ncclInvalidArgument at "), std::string::npos) << what;
-    EXPECT_NE(what.find(ncclGetErrorString(ncclInvalidArgument)), std::string::npos) << what;
+    EXPECT_NE(what.find(nccl_api().GetErrorString(ncclInvalidArgument)), std::string::npos) << what;
   }
   EXPECT_NO_THROW(SD_NCCL_CHECK(ncclSuccess));
 }

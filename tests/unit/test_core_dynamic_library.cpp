@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "core/dynamic_library.hpp"
+#include "core/error.hpp"
+#include "core/gpu_libraries.hpp"
 
 namespace shakedown {
 namespace {
@@ -37,6 +39,54 @@ TEST(DynamicLibrary, IfLoadedDoesNotLoad) {
   EXPECT_TRUE(DynamicLibrary::if_loaded("libc.so.6").loaded());
   EXPECT_FALSE(DynamicLibrary::if_loaded("libshakedown-does-not-exist.so.9").loaded());
 }
+
+TEST(DynamicLibrary, OpenFirstTakesTheFirstThatLoadsAndNamesEveryFailure) {
+  DynamicLibrary lib =
+      DynamicLibrary::open_first({"libshakedown-does-not-exist.so.9", "libm.so.6", "libc.so.6"});
+  ASSERT_TRUE(lib.loaded()) << lib.error();
+  EXPECT_EQ(lib.name(), "libm.so.6");
+  DynamicLibrary none =
+      DynamicLibrary::open_first({"libshakedown-nope.so.1", "/nowhere/libshakedown-nope.so.1"});
+  EXPECT_FALSE(none.loaded());
+  EXPECT_THAT(none.error(), HasSubstr("libshakedown-nope.so.1"));
+  EXPECT_THAT(none.error(), HasSubstr("/nowhere/libshakedown-nope.so.1"));
+}
+
+#if SHAKEDOWN_HAVE_CUDA
+// The loaders need the libraries, not a GPU: every function resolves, and the version the loaded
+// library reports has the headers' major version. Not loaded before the first use.
+TEST(GpuLibraries, NcclLoadsAtFirstUseWithEveryFunction) {
+  const bool before = DynamicLibrary::if_loaded(nccl_soname()).loaded();
+  const NcclLibrary* lib = nullptr;
+  try {
+    lib = &nccl_api();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "NCCL is not installed here: " << e.what();
+  }
+  if (!before) {
+    EXPECT_TRUE(DynamicLibrary::if_loaded(nccl_soname()).loaded());
+  }
+#define SD_EXPECT_RESOLVED(name) EXPECT_NE(lib->name, nullptr) << #name;
+  SD_NCCL_FUNCTIONS(SD_EXPECT_RESOLVED)
+  int code = 0;
+  ASSERT_EQ(lib->GetVersion(&code), ncclSuccess);
+  EXPECT_EQ(code >= 10000 ? code / 10000 : code / 1000, NCCL_MAJOR);
+  EXPECT_EQ(&nccl_api(), lib) << "loaded once per process";
+}
+
+TEST(GpuLibraries, CublasLtLoadsAtFirstUseWithEveryFunction) {
+  const CublasLtLibrary* lib = nullptr;
+  try {
+    lib = &cublaslt_api();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "cuBLASLt is not installed here: " << e.what();
+  }
+  SD_CUBLASLT_FUNCTIONS(SD_EXPECT_RESOLVED)
+#undef SD_EXPECT_RESOLVED
+  EXPECT_EQ(lib->GetVersion() / 10000, static_cast<std::size_t>(CUBLAS_VER_MAJOR));
+  EXPECT_THAT(lib->loaded_from, HasSubstr(cublaslt_soname()));
+}
+#endif
 
 TEST(ProbeInChild, ReturnsTheChildsText) {
   const ChildProbe p =

@@ -115,6 +115,9 @@ if [[ "${1:-}" == "--bundle" ]]; then
     echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)," \
       "$(git status --short 2>/dev/null | wc -l) changed files"
     echo "needs $(objdump -T "$stage/bin/gpu_tests" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+    # The cuBLASLt soname the loader asks for (core/gpu_libraries.cpp: the headers' major).
+    echo "cublaslt libcublasLt.so.$(sed -n 's/^#define CUBLAS_VER_MAJOR \([0-9]*\).*/\1/p' \
+      "${CUDA_HOME:-/usr/local/cuda}/include/cublas_api.h" | head -1)"
   } >"$bundle/BUILT"
   say "bundle in $bundle/ ($(du -sh "$bundle" | cut -f1)); on the GPU machine run" \
     "scripts/device-check.sh with $bundle/ carried along"
@@ -155,11 +158,15 @@ if [[ -f "$bundle/bundle.tar.gz" ]]; then
   [[ -d /usr/local/nvidia/lib64 ]] && extra=":/usr/local/nvidia/lib64"
   export LD_LIBRARY_PATH="$unpacked/lib:$nccl_lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   gpu_tests="$unpacked/bin/gpu_tests"
-  # cuBLASLt (the soname the bundle was linked against) from this machine, as NCCL.
-  for so in $(ldd "$gpu_tests" 2>/dev/null | awk '/libcublas(Lt)?\.so.* => not found/ {print $1}'); do
+  # cuBLASLt from this machine, as NCCL: shakedown loads it at first use (never linked, so ldd
+  # does not list it), by the soname of the headers it was built with (BUILT says which).
+  lt_so=$(sed -n 's/^cublaslt //p' "$bundle/BUILT" 2>/dev/null)
+  for so in ${lt_so:-libcublasLt.so.13}; do
     if lib_dir=$(find_cuda_lib "$so"); then
       export LD_LIBRARY_PATH="$lib_dir:$LD_LIBRARY_PATH"
       say "$so from $lib_dir"
+    else
+      say "$so not found here: the cuBLASLt tests will say so"
     fi
   done
   missing=$(ldd "$gpu_tests" 2>&1 | grep 'not found')

@@ -148,6 +148,13 @@ int is_hdf5(const std::filesystem::path& path) {
 
 bool exists(hid_t loc, const std::string& path) {
   if (path.empty() || path == "/" || path == ".") return true;
+  // The whole path at once first: positive or zero means every group on the way exists (one
+  // lookup rather than one per level; `summary` asks thousands of times). Negative: some group
+  // on the way is missing or not a group, which the walk below tells apart.
+  if (const htri_t whole = H5Lexists(loc, path.c_str(), H5P_DEFAULT); whole >= 0) {
+    return whole > 0;
+  }
+  (void)H5Eclear2(H5E_DEFAULT);
   std::string prefix = path.front() == '/' ? "/" : "";
   std::size_t pos = prefix.size();
   bool first = true;

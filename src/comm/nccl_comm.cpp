@@ -17,6 +17,7 @@
 #include "kernels/collective_kernels.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/mpi.hpp"
+#include "topology/versions.hpp"
 
 namespace shakedown {
 
@@ -95,14 +96,6 @@ bool is_fp8(DType t) {
   return t == DType::kFp8E4M3 || t == DType::kFp8E5M2;
 }
 
-std::string version_string(int code) {
-  // NCCL_VERSION: major*1000+minor*100+patch up to 2.8, major*10000+minor*100+patch after.
-  const int major = code >= 10000 ? code / 10000 : code / 1000;
-  const int minor = code >= 10000 ? (code % 10000) / 100 : (code % 1000) / 100;
-  const int patch = code % 100;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
     case DType::kFloat32:
@@ -126,7 +119,8 @@ ncclDataType_t nccl_type(DType t) {
   }
   // unsupported() says so first; reaching this is a caller that did not ask.
   throw InternalError("NcclComm: no NCCL type for " + std::string(dtype_name(t)) +
-                      " in this build (NCCL " + version_string(NCCL_VERSION_CODE) + " headers)");
+                      " in this build (NCCL " + nccl_version_string(NCCL_VERSION_CODE) +
+                      " headers)");
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -207,7 +201,7 @@ std::unique_ptr<NcclComm> NcclComm::create_single(int device) {
 std::string NcclComm::version() {
   int code = 0;
   SD_NCCL_CHECK(nccl_api().GetVersion(&code));
-  return version_string(code);
+  return nccl_version_string(code);
 }
 
 NcclComm::NcclComm(ncclComm* comm, int device) : comm_(comm), device_(device) {
@@ -313,11 +307,11 @@ std::unique_ptr<Buffer> NcclComm::allocate(std::size_t bytes) {
 std::string NcclComm::unsupported(CollectiveKind /*kind*/, DType dtype, ReduceOp /*op*/) const {
   if (!is_fp8(dtype)) return "";
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 24, 0)
-  return "NCCL " + version_string(NCCL_VERSION_CODE) +
+  return "NCCL " + nccl_version_string(NCCL_VERSION_CODE) +
          " (the headers shakedown was built with) has no fp8 types; fp8 needs NCCL >= 2.24";
 #else
   if (library_version_ < NCCL_VERSION(2, 24, 0)) {
-    return "the loaded NCCL " + version_string(library_version_) +
+    return "the loaded NCCL " + nccl_version_string(library_version_) +
            " has no fp8 types; fp8 needs NCCL >= 2.24 (check LD_LIBRARY_PATH)";
   }
   if (compute_major_ < 9) {

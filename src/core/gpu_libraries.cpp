@@ -29,24 +29,36 @@ std::vector<std::string> candidates(const std::string& soname, const std::string
   return out;
 }
 
-// Opens the library and resolves every member of Table, or says why not.
+// Opens the library and resolves every member of Table (`resolve` names the first missing
+// function, "" when none), or says why not.
 template <class Table, class Resolve>
 std::variant<Table, std::string> load(const std::string& what, const std::string& soname,
                                       const std::string& folder, const std::string& fix,
                                       Resolve&& resolve) {
   Table t;
-  const std::vector<std::string> names = candidates(soname, folder);
-  t.handle = DynamicLibrary::open_first(names);
+  t.handle = DynamicLibrary::open_first(candidates(soname, folder));
   if (!t.handle.loaded()) {
     return "cannot load " + what + " (" + t.handle.error() + "): " + fix;
   }
-  t.loaded_from = t.handle.name();
   if (const std::string missing = resolve(t); !missing.empty()) {
-    return what + " (" + soname + ") lacks " + missing +
+    return what + " (" + t.handle.name() + ") lacks " + missing +
            ": it is older than the headers shakedown was built with; " + fix;
   }
   return t;
 }
+
+template <class Table>
+const Table& table_or_throw(const std::variant<Table, std::string>& loaded) {
+  if (const auto* why = std::get_if<std::string>(&loaded)) throw RuntimeFault(*why);
+  return std::get<Table>(loaded);
+}
+
+// One member of a table from its symbol, prefix + name; returns the symbol when it is missing.
+#define SD_RESOLVE(prefix, name)                              \
+  t.name = t.handle.function<decltype(t.name)>(prefix #name); \
+  if (t.name == nullptr) return prefix #name;
+#define SD_RESOLVE_NCCL(name) SD_RESOLVE("nccl", name)
+#define SD_RESOLVE_CUBLASLT(name) SD_RESOLVE("cublasLt", name)
 
 }  // namespace
 
@@ -58,39 +70,45 @@ std::string cublaslt_soname() {
   return "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
 }
 
-const NcclLibrary& nccl_api() {
-  static const std::variant<NcclLibrary, std::string> loaded = load<NcclLibrary>(
-      "NCCL", nccl_soname(), SHAKEDOWN_NCCL_LIBDIR,
+std::variant<NcclLibrary, std::string> load_nccl(const std::string& soname,
+                                                 const std::string& folder) {
+  return load<NcclLibrary>(
+      "NCCL", soname, folder,
       "install NCCL " + std::to_string(NCCL_MAJOR) +
           " or add its folder to LD_LIBRARY_PATH, or set collectives.backend: mpi",
       [](NcclLibrary& t) -> std::string {
-#define SD_NCCL_RESOLVE(name)                                 \
-  t.name = t.handle.function<decltype(t.name)>("nccl" #name); \
-  if (t.name == nullptr) return "nccl" #name;
-        SD_NCCL_FUNCTIONS(SD_NCCL_RESOLVE)
-#undef SD_NCCL_RESOLVE
+        SD_NCCL_FUNCTIONS(SD_RESOLVE_NCCL)
         return "";
       });
-  if (const auto* why = std::get_if<std::string>(&loaded)) throw RuntimeFault(*why);
-  return std::get<NcclLibrary>(loaded);
 }
 
-const CublasLtLibrary& cublaslt_api() {
-  static const std::variant<CublasLtLibrary, std::string> loaded = load<CublasLtLibrary>(
-      "cuBLASLt", cublaslt_soname(), SHAKEDOWN_CUDA_LIBDIR,
+std::variant<CublasLtLibrary, std::string> load_cublaslt(const std::string& soname,
+                                                         const std::string& folder) {
+  return load<CublasLtLibrary>(
+      "cuBLASLt", soname, folder,
       "install cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
           " (the CUDA toolkit's libcublasLt) or add its folder to LD_LIBRARY_PATH, or set "
           "gemm.engine: cpu",
       [](CublasLtLibrary& t) -> std::string {
-#define SD_CUBLASLT_RESOLVE(name)                                 \
-  t.name = t.handle.function<decltype(t.name)>("cublasLt" #name); \
-  if (t.name == nullptr) return "cublasLt" #name;
-        SD_CUBLASLT_FUNCTIONS(SD_CUBLASLT_RESOLVE)
-#undef SD_CUBLASLT_RESOLVE
+        SD_CUBLASLT_FUNCTIONS(SD_RESOLVE_CUBLASLT)
         return "";
       });
-  if (const auto* why = std::get_if<std::string>(&loaded)) throw RuntimeFault(*why);
-  return std::get<CublasLtLibrary>(loaded);
+}
+
+#undef SD_RESOLVE_CUBLASLT
+#undef SD_RESOLVE_NCCL
+#undef SD_RESOLVE
+
+const NcclLibrary& nccl_api() {
+  static const std::variant<NcclLibrary, std::string> loaded =
+      load_nccl(nccl_soname(), SHAKEDOWN_NCCL_LIBDIR);
+  return table_or_throw(loaded);
+}
+
+const CublasLtLibrary& cublaslt_api() {
+  static const std::variant<CublasLtLibrary, std::string> loaded =
+      load_cublaslt(cublaslt_soname(), SHAKEDOWN_CUDA_LIBDIR);
+  return table_or_throw(loaded);
 }
 
 }  // namespace shakedown

@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <variant>
 
 #include "core/dynamic_library.hpp"
 
@@ -70,15 +71,13 @@ struct NcclLibrary {
 #define SD_NCCL_MEMBER(name) decltype(&::nccl##name) name = nullptr;
   SD_NCCL_FUNCTIONS(SD_NCCL_MEMBER)
 #undef SD_NCCL_MEMBER
-  std::string loaded_from;  // the soname or path that loaded
-  DynamicLibrary handle;
+  DynamicLibrary handle;  // handle.name(): the soname or path that loaded
 };
 
 struct CublasLtLibrary {
 #define SD_CUBLASLT_MEMBER(name) decltype(&::cublasLt##name) name = nullptr;
   SD_CUBLASLT_FUNCTIONS(SD_CUBLASLT_MEMBER)
 #undef SD_CUBLASLT_MEMBER
-  std::string loaded_from;
   DynamicLibrary handle;
 };
 
@@ -92,6 +91,14 @@ const CublasLtLibrary& cublaslt_api();
 // versions), then the same names in the folders the build found them in.
 std::string nccl_soname();
 std::string cublaslt_soname();
+
+// What nccl_api() and cublaslt_api() load once: `soname`, then `folder`/`soname` ("" for none).
+// The table, or the message naming the library, every place tried and the setting to use
+// instead. For tests of that message; the phases call the accessors above.
+std::variant<NcclLibrary, std::string> load_nccl(const std::string& soname,
+                                                 const std::string& folder);
+std::variant<CublasLtLibrary, std::string> load_cublaslt(const std::string& soname,
+                                                         const std::string& folder);
 
 }  // namespace shakedown
 

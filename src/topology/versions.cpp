@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <sstream>
 
 #include "core/dynamic_library.hpp"
@@ -79,36 +80,36 @@ std::string hwloc_version() {
          std::to_string(api & 0xffu) + " (built against " HWLOC_VERSION ")";
 }
 
-// UCX is loaded only where it is used (the link scan): libucs's constructors run at load time
-// and can abort the process (a 64-character host name overflows its log buffer), which must
-// not take down --version or the inventory. If the process has it already (Open MPI's UCX
-// transport loads it during MPI_Init), ask it directly; otherwise load it in a child process.
+// `ask` in this process when it has loaded `soname` already; otherwise in a child process, so
+// that this one maps nothing it does not use: --version and the inventory of a CPU run stay
+// free of NCCL and the driver (docs/architecture.md "GPU libraries"), and UCX, whose libucs
+// constructors can abort the process (a 64-character host name overflows its log buffer), can
+// take down only the child. Open MPI's UCX transport loads UCX during MPI_Init, a GPU run NCCL
+// and the driver.
+std::string ask_in_process_if_loaded(const std::string& soname,
+                                     const std::function<std::string()>& ask) {
+  if (DynamicLibrary::if_loaded(soname).loaded()) return ask();
+  const ChildProbe probe = probe_in_child(ask, std::chrono::seconds(10));
+  return probe.ok ? probe.text : "unavailable (loading " + soname + " " + probe.text + ")";
+}
+
 std::string ucx_version() {
   constexpr const char* kLibrary = "libucp.so.0";
   using VersionFn = const char* (*)();
-  auto ask = [](DynamicLibrary& lib) -> std::string {
+  return ask_in_process_if_loaded(kLibrary, [] {
+    DynamicLibrary lib = DynamicLibrary::open(kLibrary);
+    if (!lib.loaded()) return "unavailable (" + lib.error() + ")";
     auto fn = lib.function<VersionFn>("ucp_get_version_string");
     if (fn == nullptr) return "unavailable (" + lib.error() + ")";
     const char* text = fn();
-    return text != nullptr ? text : "unavailable (ucp_get_version_string returned null)";
-  };
-  if (DynamicLibrary lib = DynamicLibrary::if_loaded(kLibrary); lib.loaded()) return ask(lib);
-  const ChildProbe probe = probe_in_child(
-      [&] {
-        DynamicLibrary lib = DynamicLibrary::open(kLibrary);
-        return lib.loaded() ? ask(lib) : "unavailable (" + lib.error() + ")";
-      },
-      std::chrono::seconds(10));
-  return probe.ok ? probe.text
-                  : std::string("unavailable (loading ") + kLibrary + " " + probe.text + ")";
+    return text != nullptr ? std::string(text)
+                           : std::string("unavailable (ucp_get_version_string returned null)");
+  });
 }
 
 #if SHAKEDOWN_HAVE_CUDA
-// NCCL and the driver are asked in-process only when this process has loaded them already (a
-// GPU run); otherwise in a child process, so that --version and the inventory of a CPU run do
-// not map libraries they never use (docs/architecture.md "GPU libraries").
 std::string nccl_version() {
-  auto ask = []() -> std::string {
+  return ask_in_process_if_loaded(nccl_soname(), []() -> std::string {
     try {
       int code = 0;
       const ncclResult_t rc = nccl_api().GetVersion(&code);
@@ -119,33 +120,19 @@ std::string nccl_version() {
     } catch (const Error& e) {
       return "unavailable (" + std::string(e.what()) + ")";
     }
-  };
-  if (DynamicLibrary::if_loaded(nccl_soname()).loaded()) return ask();
-  const ChildProbe probe = probe_in_child(ask, std::chrono::seconds(10));
-  return probe.ok ? probe.text : "unavailable (loading " + nccl_soname() + " " + probe.text + ")";
+  });
 }
 
-std::string driver_text(cudaError_t rc, int driver) {
-  if (rc != cudaSuccess) return std::string("unavailable (") + cudaGetErrorString(rc) + ")";
-  // Without a driver cudaDriverGetVersion succeeds and reports 0.
-  if (driver == 0) return "unavailable (no NVIDIA driver installed)";
-  return cuda_version_string(driver);
-}
-
+// The CUDA runtime is linked statically; asking it for the driver's version opens libcuda.
 std::string cuda_driver_version() {
-  if (DynamicLibrary::if_loaded("libcuda.so.1").loaded()) {
+  return ask_in_process_if_loaded("libcuda.so.1", []() -> std::string {
     int driver = 0;
     const cudaError_t rc = cudaDriverGetVersion(&driver);
-    return driver_text(rc, driver);
-  }
-  const ChildProbe probe = probe_in_child(
-      [] {
-        int driver = 0;
-        const cudaError_t rc = cudaDriverGetVersion(&driver);
-        return driver_text(rc, driver);
-      },
-      std::chrono::seconds(10));
-  return probe.ok ? probe.text : "unavailable (asking the driver " + probe.text + ")";
+    if (rc != cudaSuccess) return std::string("unavailable (") + cudaGetErrorString(rc) + ")";
+    // Without a driver cudaDriverGetVersion succeeds and reports 0.
+    if (driver == 0) return "unavailable (no NVIDIA driver installed)";
+    return cuda_version_string(driver);
+  });
 }
 #endif
 

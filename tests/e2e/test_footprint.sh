@@ -6,10 +6,10 @@
 # library's version does not count: it ends before the rank goes on.
 source "$(dirname "$0")/lib.sh"
 check="$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_libraries.py"
-# On a node with the NVIDIA driver the inventory asks it for the GPUs (libcuda), even on a
-# CPU-only run; elsewhere nothing of CUDA may load.
+# On a node with the NVIDIA driver the inventory asks it for the GPUs and its version (libcuda,
+# NVML), even on a CPU-only run; elsewhere nothing of CUDA may load.
 allow=()
-[[ -e /proc/driver/nvidia/version ]] && allow=(--allow 'libcuda\.so')
+[[ -e /proc/driver/nvidia/version ]] && allow=(--allow 'libcuda\.so|libnvidia-ml\.so')
 
 # loaded NAME CMD...: runs CMD with the loader's account in $TMP/NAME, then checks it.
 loaded() {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <variant>
 
 #include "core/dynamic_library.hpp"
 #include "core/error.hpp"
@@ -84,7 +85,33 @@ TEST(GpuLibraries, CublasLtLoadsAtFirstUseWithEveryFunction) {
   SD_CUBLASLT_FUNCTIONS(SD_EXPECT_RESOLVED)
 #undef SD_EXPECT_RESOLVED
   EXPECT_EQ(lib->GetVersion() / 10000, static_cast<std::size_t>(CUBLAS_VER_MAJOR));
-  EXPECT_THAT(lib->loaded_from, HasSubstr(cublaslt_soname()));
+  EXPECT_THAT(lib->handle.name(), HasSubstr(cublaslt_soname()));
+}
+
+// What a user on a node without the library (or with one older than the headers) reads.
+TEST(GpuLibraries, AMissingLibraryNamesEveryPlaceTriedAndTheSettingToUse) {
+  const auto nccl = load_nccl("libshakedown-no-nccl.so.2", "/nowhere/lib");
+  ASSERT_TRUE(std::holds_alternative<std::string>(nccl));
+  const std::string& why = std::get<std::string>(nccl);
+  EXPECT_THAT(why, HasSubstr("cannot load NCCL ("));
+  EXPECT_THAT(why, HasSubstr("libshakedown-no-nccl.so.2"));
+  EXPECT_THAT(why, HasSubstr("/nowhere/lib/libshakedown-no-nccl.so.2"));
+  EXPECT_THAT(why, HasSubstr("or set collectives.backend: mpi"));
+  const auto lt = load_cublaslt("libshakedown-no-cublaslt.so.13", "");
+  ASSERT_TRUE(std::holds_alternative<std::string>(lt));
+  EXPECT_THAT(std::get<std::string>(lt), HasSubstr("cannot load cuBLASLt ("));
+  EXPECT_THAT(std::get<std::string>(lt), HasSubstr("or set gemm.engine: cpu"));
+}
+
+TEST(GpuLibraries, ALibraryWithoutTheFunctionsNamesTheFirstMissingOne) {
+  // libm loads but has none of NCCL's functions: the first of the table is named.
+  const auto nccl = load_nccl("libm.so.6", "");
+  ASSERT_TRUE(std::holds_alternative<std::string>(nccl));
+  EXPECT_THAT(std::get<std::string>(nccl),
+              HasSubstr("NCCL (libm.so.6) lacks ncclAllGather: it is older than the headers"));
+  const auto lt = load_cublaslt("libm.so.6", "");
+  ASSERT_TRUE(std::holds_alternative<std::string>(lt));
+  EXPECT_THAT(std::get<std::string>(lt), HasSubstr("cuBLASLt (libm.so.6) lacks cublasLtCreate"));
 }
 #endif
 

@@ -88,13 +88,12 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("--set", topo.sets, "Override a config key: key.path=value");
 
   PlanOptions plan;
-  auto* plan_cmd =
-      app.add_subcommand("plan", "Print an Open MPI rankfile, mpirun line and srun options");
-  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  auto* plan_cmd = app.add_subcommand(
+      "plan",
+      "Print an Open MPI rankfile, mpirun line and srun options for a layout (--nodes, "
+      "--ranks-per-node), and/or one GPU's memory budget for a model (--model)");
+  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--ranks-per-node", plan.ranks_per_node, "Ranks (GPUs) per node")
-      ->required()
       ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--hosts", plan.hosts_file, "Hostfile (one host per line, Open MPI syntax)")
       ->check(CLI::ExistingFile);
@@ -102,6 +101,36 @@ int main(int argc, char** argv) {
       ->add_option("--topology-xml", plan.topology_xml,
                    "Node topology saved with `lstopo --of xml` (default: this machine)")
       ->check(CLI::ExistingFile);
+  plan_cmd->add_option("--model", plan.model,
+                       "Memory budget for this model: custom, llama2-7b, llama2-70b, gpt3-175b "
+                       "(train.model; custom takes its shape from --config / --set train.*)");
+  plan_cmd->add_option("--config", plan.config_path, "YAML config whose train section to use")
+      ->check(CLI::ExistingFile);
+  plan_cmd->add_option("--set", plan.sets, "Override a config key: train.KEY=VALUE");
+  plan_cmd->add_option("--layers", plan.layers, "train.layers (cut a preset)");
+  plan_cmd->add_option("--tp", plan.tp, "train.tp: tensor-parallel ranks");
+  plan_cmd->add_option("--dp", plan.dp, "train.dp: data-parallel replicas");
+  plan_cmd->add_option("--zero", plan.zero, "train.zero: 0 or 1 (distributed optimizer)");
+  plan_cmd->add_option("--micro-batch", plan.micro_batch, "train.micro_batch");
+  plan_cmd->add_option("--seq-len", plan.seq_len, "train.seq_len");
+  plan_cmd->add_flag("--sequence-parallel", plan.sequence_parallel, "train.sequence_parallel");
+  plan_cmd
+      ->add_option("--recompute", plan.recompute,
+                   "Activation recomputation: none, selective (default), full")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  plan_cmd->add_option("--gpu", plan.gpu,
+                       "Device memory to fit: h100-sxm, h100-nvl, h200-sxm, or a number of GiB");
+  plan_cmd->add_flag("--inference", plan.inference,
+                     "Budget for serving: weights + KV cache (--context, --concurrency)");
+  plan_cmd->add_option("--context", plan.context, "Inference: tokens of context per sequence")
+      ->check(CLI::Range(1LL, 1LL << 30));
+  plan_cmd->add_option("--concurrency", plan.concurrency, "Inference: sequences at once")
+      ->check(CLI::Range(1LL, 1LL << 30));
+  plan_cmd->add_option("--weight-bytes", plan.weight_bytes,
+                       "Inference: bytes per weight (2 bf16, 1 FP8)")
+      ->check(CLI::Range(0.5, 4.0));
+  plan_cmd->add_option("--format", plan.format, "Memory budget as text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
 
   SummaryOptions summary;
   auto* summary_cmd = app.add_subcommand(

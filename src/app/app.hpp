@@ -29,10 +29,25 @@ struct TopoOptions {
 int topo_command(const TopoOptions& options, int* argc, char*** argv);
 
 struct PlanOptions {
+  // Layout: a rankfile, mpirun line and srun options.
   int nodes = 0;
   int ranks_per_node = 0;
   std::string hosts_file;
   std::string topology_xml;
+  // Memory budget of one GPU for the train section (the flags become --set train.KEY=VALUE).
+  std::string config_path;
+  std::vector<std::string> sets;
+  std::optional<std::string> model;
+  std::optional<int> layers, tp, dp, zero;
+  std::optional<long long> micro_batch, seq_len;
+  bool sequence_parallel = false;
+  std::string recompute = "selective";
+  std::string gpu;  // h100-sxm | h100-nvl | h200-sxm | GiB; "" = no device
+  bool inference = false;
+  long long context = 4096;
+  long long concurrency = 1;
+  double weight_bytes = 2;
+  std::string format = "text";  // text | json
 };
 int plan_command(const PlanOptions& options);
 

@@ -92,12 +92,24 @@ struct GemmConfig {
 };
 
 struct TrainConfig {
-  int layers = 2;
+  // custom, or a preset (llama2-7b, llama2-70b, gpt3-175b) that sets hidden, ffn_hidden, heads,
+  // kv_heads, vocab and mlp (train/model.hpp); layers, when not 0, cuts the preset's layer count.
+  std::string model = "custom";
+  int layers = 0;  // 0: the preset's count (custom: 2)
   std::int64_t hidden = 1024;
+  std::int64_t ffn_hidden = 0;  // 0: 4 x hidden (gelu), 256-rounded 8/3 x hidden (swiglu)
   int heads = 16;
+  int kv_heads = 0;  // 0: = heads (multi-head attention); fewer: grouped-query attention
   std::int64_t seq_len = 512;
   int micro_batch = 1;
   std::int64_t vocab = 32000;
+  std::string mlp = "gelu";  // gelu | swiglu
+  int tp = 1;                // tensor-parallel ranks, inside a node
+  int dp = 0;                // data-parallel replicas; 0: world / tp
+  bool sequence_parallel = false;
+  int zero = 0;             // 0: gradients all-reduced; 1: reduce-scattered, Adam on the shard
+  double bucket_mb = 25;    // gradient bucket (MiB); the first bucket is 1 MiB, as DDP's
+  bool overlap = true;      // DP reduction overlapped with the backward pass
   int steps = 5;
   int warmup_steps = 1;
   std::string recipe = "delayed";  // delayed | current

@@ -331,12 +331,20 @@ class Loader {
 
   // Settings that are fine one by one but contradict each other.
   void check_consistency() const {
+    // A preset brings its own shape (train/model.cpp); these rules are for a custom one.
     const TrainConfig& train = config_.train;
-    if (train.hidden % train.heads != 0) {
+    if (train.model == "custom" && train.hidden % train.heads != 0) {
       conflict("train.heads", "train.hidden",
                "train.hidden = " + std::to_string(train.hidden) + " is not divisible by " +
                    "train.heads = " + std::to_string(train.heads) +
                    "; every attention head needs the same width (hidden / heads)");
+    }
+    if (train.model == "custom" && train.kv_heads > 0 && train.heads % train.kv_heads != 0) {
+      conflict("train.kv_heads", "train.heads",
+               "train.heads = " + std::to_string(train.heads) + " is not divisible by " +
+                   "train.kv_heads = " + std::to_string(train.kv_heads) +
+                   "; grouped-query attention shares each key/value head among the same number "
+                   "of query heads (use a divisor of heads, or 0 for one per head)");
     }
     const TimeoutsConfig& timeouts = config_.timeouts;
     if (timeouts.phase_s > timeouts.run_s) {

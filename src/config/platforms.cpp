@@ -51,7 +51,8 @@ Platform parse(std::string_view name, std::string_view text) {
     const YAML::Node root = YAML::Load(std::string(text));
     for (const auto& entry : root) {
       const auto key = entry.first.as<std::string>();
-      if (key != "description" && key != "gpu_names" && key != "collectives" && key != "gemm") {
+      if (key != "description" && key != "gpu_names" && key != "collectives" && key != "gemm" &&
+          key != "gpu_memory_GiB") {
         bad(name, "unknown key " + key);
       }
     }
@@ -62,6 +63,8 @@ Platform parse(std::string_view name, std::string_view text) {
       p.busbw_GBps = read_table(name, c["busbw_GBps"], "busbw_GBps");
       p.latency_us = read_table(name, c["latency_us"], "latency_us");
     }
+    p.gpu_memory_GiB = root["gpu_memory_GiB"].as<double>(0);
+    if (!(p.gpu_memory_GiB >= 0)) bad(name, "gpu_memory_GiB must be >= 0");
     if (const YAML::Node g = root["gemm"]) {
       p.fp8_tflops = g["fp8_tflops"].as<double>(0);
       p.min_flop = g["min_flop"].as<double>(0);

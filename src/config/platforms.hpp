@@ -22,6 +22,7 @@ struct Platform {
   std::map<std::string, std::map<std::string, double>> latency_us;
   double fp8_tflops = 0;  // per rank, for shapes of at least min_flop (0: no GEMM figure)
   double min_flop = 0;
+  double gpu_memory_GiB = 0;  // device memory as nvidia-smi reports it (0: no GPU)
 };
 
 // Every built-in platform, in name order. InternalError when a built-in file is malformed (a

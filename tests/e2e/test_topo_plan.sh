@@ -17,4 +17,37 @@ expect_in "$TMP/plan" "ntasks-per-node=8" "plan srun options"
 
 "$SHAKEDOWN" plan --nodes 0 --ranks-per-node 8 >"$TMP/plan" 2>&1
 expect_rc 2 $? "plan with 0 nodes"
+# Memory budget of one GPU (the numbers themselves are unit-tested in unit_train).
+"$SHAKEDOWN" plan --model llama2-70b --tp 8 --dp 16 --micro-batch 1 --seq-len 4096 --zero 1 \
+  --gpu h200-sxm >"$TMP/budget" 2>&1
+expect_rc 0 $? "plan --model llama2-70b"
+expect_in "$TMP/budget" "68.98 B parameters" "budget names the model"
+expect_in "$TMP/budget" "^fits: yes" "llama2-70b fits an H200 at tp 8, zero 1"
+expect_in "$TMP/budget" "largest micro-batch that fits" "budget: largest micro-batch"
+"$SHAKEDOWN" plan --model llama2-70b --tp 8 --dp 16 --seq-len 4096 --recompute none \
+  --gpu h100-sxm >"$TMP/budget" 2>&1
+expect_rc 0 $? "plan that does not fit"
+expect_in "$TMP/budget" "^fits: NO" "a budget over the device says so"
+"$SHAKEDOWN" plan --model llama2-7b --inference --context 8192 --concurrency 64 --gpu h200-sxm \
+  --format json >"$TMP/budget.json" 2>&1
+expect_rc 0 $? "plan --inference --format json"
+/usr/bin/python3 - "$TMP/budget.json" <<'PY' || fail "inference budget JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["kind"] == "inference", j["kind"]
+kv = [i for i in j["items"] if i["name"] == "KV cache bf16"][0]
+# 2 x 32 layers x 32 heads x 128 x 8192 tokens x 64 sequences x 2 B = 256 GiB
+assert kv["bytes"] == 256 * 2**30, kv
+assert j["fits"] is False and 0 < j["largest_concurrency"] < 64, j
+PY
+"$SHAKEDOWN" plan --model llama2-70b --tp 3 --dp 16 >"$TMP/budget" 2>&1
+expect_rc 2 $? "plan with tp 3"
+expect_in "$TMP/budget" "nearest valid tp: 2 or 4" "bad tp names the nearest valid values"
+"$SHAKEDOWN" plan --model llama2-8b >"$TMP/budget" 2>&1
+expect_rc 2 $? "plan with an unknown model"
+expect_in "$TMP/budget" "did you mean \"llama2-7b\"" "unknown model"
+"$SHAKEDOWN" plan --model llama2-7b --gpu h300 >"$TMP/budget" 2>&1
+expect_rc 2 $? "plan with an unknown GPU"
+"$SHAKEDOWN" plan >"$TMP/budget" 2>&1
+expect_rc 2 $? "plan with nothing to plan"
 pass "topo and plan"

@@ -77,9 +77,16 @@ __device__ unsigned long long block_sum(unsigned long long v) {
 
 // |x| as bits: for x >= 0 the unsigned order of the bits is the float order, +inf (0x7F800000)
 // above every finite value and every NaN above +inf, so an unsigned max over these is max |x|
-// with NaN winning, as fp8::quantize and fp8::amax define it.
+// with NaN winning, as fp8::amax (the GEMM output check) defines it.
 __device__ unsigned abs_bits(float x) {
   return __float_as_uint(x) & 0x7FFFFFFFu;
+}
+
+// The same for a scaling amax, as fp8::quantize and TE's kernels (fmaxf from 0) take it: a NaN
+// element counts as 0, an infinite one wins.
+__device__ unsigned amax_bits(float x) {
+  const unsigned bits = abs_bits(x);
+  return bits > 0x7F800000u ? 0u : bits;
 }
 
 // Folds a block's maximum into *amax (zeroed before the launch).
@@ -148,7 +155,7 @@ __global__ void quantize_vec4_kernel(const In* in, std::uint64_t groups, const f
     const float x3 = widen(v.w);
     out4[g] = make_uchar4(encode_scaled<F>(x0, scale), encode_scaled<F>(x1, scale),
                           encode_scaled<F>(x2, scale), encode_scaled<F>(x3, scale));
-    local = max(max(local, max(abs_bits(x0), abs_bits(x1))), max(abs_bits(x2), abs_bits(x3)));
+    local = max(max(local, max(amax_bits(x0), amax_bits(x1))), max(amax_bits(x2), amax_bits(x3)));
   }
   if (amax != nullptr) publish_amax(local, amax);
 }
@@ -162,7 +169,7 @@ __global__ void quantize_kernel(const In* in, std::uint64_t count, const float* 
   for (std::uint64_t i = thread_index(); i < count; i += thread_stride()) {
     const float x = widen(in[i]);
     out[i] = encode_scaled<F>(x, scale);
-    local = max(local, abs_bits(x));
+    local = max(local, amax_bits(x));
   }
   if (amax != nullptr) publish_amax(local, amax);
 }

@@ -133,8 +133,8 @@ const EncodeTables& encode_tables() {
 template <Format F>
 float quantize_as(std::span<const float> in, float scale, std::span<std::uint8_t> out) {
   const EncodeTables& t = encode_tables<F>();
+  // TE's amax: fmaxf from 0, so a NaN element is skipped (a > max_abs is false for NaN).
   float max_abs = 0.0f;
-  bool saw_nan = false;
   const std::size_t n = in.size();
   for (std::size_t i = 0; i < n; ++i) {
     const float v = in[i];
@@ -143,9 +143,8 @@ float quantize_as(std::span<const float> in, float scale, std::span<std::uint8_t
     out[i] = (bits & 0xFFFFu) != 0 ? t.low_set[hi] : t.low_zero[hi];
     const float a = std::fabs(v);
     max_abs = a > max_abs ? a : max_abs;
-    saw_nan |= v != v;
   }
-  return saw_nan ? std::numeric_limits<float>::quiet_NaN() : max_abs;
+  return max_abs;
 }
 
 }  // namespace

@@ -45,14 +45,19 @@ float decode(std::uint8_t code, Format format);
 const std::array<float, 256>& decode_table(Format format);
 
 // Bulk casts. quantize: out[i] = encode(in[i] * scale) with the product rounded to float first (as
-// the GPU kernels compute it); returns amax = max |in[i]| of the unscaled input, over finite and
-// infinite inputs alike, and NaN if any input is NaN (like TE, so a NaN reaches the scaling
-// recipe). Throws InternalError unless in and out have the same size.
+// the GPU kernels compute it); returns amax = max |in[i]| of the unscaled input as Transformer
+// Engine's kernels reduce it (fmaxf from 0): infinite inputs win, NaN inputs are skipped (they
+// still encode to NaN), so one NaN does not turn the tensor's scale into "no information". A
+// tensor of only NaNs and zeros gives 0, and a 0 amax keeps the previous scale
+// (fp8::delayed_scale). Finding NaNs is the job of the checks that look at values (the GEMM
+// output's fp8::amax below, the train phase's finiteness check), not of the scale.
+// Throws InternalError unless in and out have the same size.
 float quantize(std::span<const float> in, float scale, Format format, std::span<std::uint8_t> out);
 // out[i] = decode(in[i]) * scale_inv. Throws InternalError unless in and out have the same size.
 void dequantize(std::span<const std::uint8_t> in, float scale_inv, Format format,
                 std::span<float> out);
-// max |x| (0 for no values, NaN if any element is NaN).
+// max |x| (0 for no values, NaN if any element is NaN): a check of values (the GEMM output), where
+// a NaN must show. Not a scaling amax: that is quantize's, which skips NaN as TE does.
 float amax(std::span<const float> values);
 
 }  // namespace shakedown::fp8

@@ -22,7 +22,7 @@ struct Fp8Tensor {
 };
 
 // Quantises `values` (rows*cols, row-major) with `scale`; records amax (of the unscaled values,
-// NaN if any is NaN) and scale_inv = 1/scale. InternalError unless values.size() == rows*cols.
+// NaN elements skipped as fp8::quantize does) and scale_inv = 1/scale. InternalError unless values.size() == rows*cols.
 Fp8Tensor quantize_tensor(std::span<const float> values, std::int64_t rows, std::int64_t cols,
                           Format format, float scale);
 // decode(data) * scale_inv. InternalError unless data.size() == rows*cols.

@@ -456,21 +456,24 @@ TEST(Fp8Bulk, TableEncoderEqualsEncodeForEveryUpperHalf) {
   }
 }
 
-TEST(Fp8Bulk, QuantizeAmaxSeesInfinityAndPropagatesNaN) {
+TEST(Fp8Bulk, QuantizeAmaxSeesInfinityAndSkipsNaNAsTransformerEngine) {
   std::vector<std::uint8_t> out(3);
   const std::vector<float> with_inf{1.0f, -kInf, 2.0f};
   EXPECT_EQ(quantize(with_inf, 1.0f, Format::kE5M2, out), kInf);
   EXPECT_EQ(out[1], 0xFB);  // -inf saturates to -max finite
 
-  // NaN anywhere, first or last, makes amax NaN; the other values are still encoded.
+  // TE folds with fmaxf from 0: a NaN, first or last, is skipped; it still encodes to NaN.
   const std::vector<float> nan_first{kNaN, 1.0f, 500.0f};
-  EXPECT_TRUE(std::isnan(quantize(nan_first, 1.0f, Format::kE4M3, out)));
+  EXPECT_EQ(quantize(nan_first, 1.0f, Format::kE4M3, out), 500.0f);
   EXPECT_EQ(out[0], 0x7F);
   EXPECT_EQ(out[1], 0x38);
   EXPECT_EQ(out[2], 0x7E);
   const std::vector<float> nan_last{1.0f, 500.0f, -kNaN};
-  EXPECT_TRUE(std::isnan(quantize(nan_last, 1.0f, Format::kE4M3, out)));
+  EXPECT_EQ(quantize(nan_last, 1.0f, Format::kE4M3, out), 500.0f);
   EXPECT_EQ(out[2], 0xFF);
+  // Only NaNs (and zeros): amax 0, which delayed scaling answers by keeping the previous scale.
+  const std::vector<float> only_nan{kNaN, 0.0f, -kNaN};
+  EXPECT_EQ(quantize(only_nan, 1.0f, Format::kE4M3, out), 0.0f);
 
   std::vector<std::uint8_t> empty;
   EXPECT_EQ(quantize({}, 1.0f, Format::kE4M3, empty), 0.0f);

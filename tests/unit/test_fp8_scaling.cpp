@@ -211,6 +211,24 @@ TEST(Fp8Delayed, HistoryRollsOverFiveSteps) {
   }
 }
 
+TEST(Fp8Delayed, AllZeroAmaxStepRollsAndKeepsTheScale) {
+  // As TE's single-tensor kernel (docs/architecture.md "FP8 scaling"): a step whose amax is 0
+  // still rolls the history; with nothing above 0 in the window the previous scale stays.
+  const DelayedScaling recipe{2, AmaxAlgo::kMax, 0};
+  ScalingState s = make_scaling_state(recipe);
+  record_amax(s, 4.0f);
+  update_scale(recipe, Format::kE4M3, s);  // 448 / 4 = 112; history [0, 4]
+  EXPECT_EQ(s.scale, 112.0f);
+  record_amax(s, 0.0f);
+  update_scale(recipe, Format::kE4M3, s);  // window [0, 4]: max 4, 112 again; roll -> [0, 0]
+  EXPECT_EQ(s.scale, 112.0f);
+  EXPECT_EQ(s.amax_history, (std::vector<float>{0.0f, 0.0f}));
+  record_amax(s, 0.0f);
+  update_scale(recipe, Format::kE4M3, s);  // window all 0: no information, 112 kept
+  EXPECT_EQ(s.scale, 112.0f);
+  EXPECT_EQ(s.scale_inv, 1.0f / 112.0f);
+}
+
 TEST(Fp8Delayed, RecordReplacesSlotZeroAndLengthOneWorks) {
   const DelayedScaling r{1, AmaxAlgo::kMax, 0};
   ScalingState s = make_scaling_state(r);

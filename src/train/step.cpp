@@ -1,0 +1,489 @@
+#include "train/step.hpp"
+
+#include <cblas.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <cmath>
+#include <thread>
+
+#include "core/error.hpp"
+#include "fp8/fp8.hpp"
+#include "fp8/tensor.hpp"
+#include "runtime/mpi.hpp"
+
+namespace shakedown::train {
+namespace {
+
+constexpr int kLinears = 4;  // qkv, proj, fc1, fc2 (train/model.hpp layer_linears)
+enum Role { kInput = 0, kWeight = 1, kGrad = 2, kRoles = 3 };
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-a, a], a function of (key, i) only: the same on every rank that asks.
+void fill_uniform(std::vector<float>& v, std::uint64_t key, float a) {
+  const std::uint64_t k = mix(key);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double u = static_cast<double>(mix(k + i * 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-53;
+    v[i] = static_cast<float>((2 * u - 1) * static_cast<double>(a));
+  }
+}
+
+// RMS normalisation of each row (the pre-norm before attention and before the MLP), no weight.
+std::vector<float> rms_norm(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> y(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (std::int64_t c = 0; c < cols; ++c) sum += static_cast<double>(x[r * cols + c] * x[r * cols + c]);
+    const auto inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(cols) + 1e-6));
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * inv;
+  }
+  return y;
+}
+
+// The element an injected bit flip hits: the largest, so the flip is never lost in a zero.
+float* largest(std::vector<float>& v) {
+  return &*std::max_element(v.begin(), v.end(),
+                            [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+}
+
+std::vector<float> transpose(std::span<const float> v, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> t(v.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) t[c * rows + r] = v[r * cols + c];
+  }
+  return t;
+}
+
+}  // namespace
+
+struct TrainStep::State {
+  StepConfig config;
+  GemmEngine& engine;
+  Comm& tp;
+  MPI_Comm dp;
+  int dp_size = 1;
+  int dp_rank = 0;
+  std::vector<LinearShape> linears;
+  std::int64_t tokens = 0;
+  // Flat fp32 buffers in the bucket layout (train/buckets.hpp).
+  std::vector<float> master, grads, shard, adam_m, adam_v;
+  std::unique_ptr<DpReducer> reducer;
+  std::vector<int> bucket_pending;  // tensors of each bucket not yet produced this step
+  // Per layer, per Linear, per role: delayed-scaling state and this step's amax.
+  std::vector<fp8::ScalingState> scaling;
+  std::vector<float> step_amax;
+  // Forward values kept for backward, per layer: each Linear's input (fp32) and its output.
+  std::vector<std::array<std::vector<float>, kLinears>> inputs;
+  std::vector<std::vector<float>> qkv_out;
+  std::vector<fp8::Fp8Tensor> weights_t;  // per layer x Linear: W^T in FP8 (dgrad operand)
+  std::vector<fp8::Fp8Tensor> weights;    // per layer x Linear: W in FP8 (forward operand)
+  double tp_wait = 0;
+  int adam_step = 0;
+
+  State(const StepConfig& c, GemmEngine& e, Comm& t, MPI_Comm d)
+      : config(c), engine(e), tp(t), dp(d) {}
+
+  int slot(int layer, int linear, Role role) const {
+    return (layer * kLinears + linear) * kRoles + role;
+  }
+  fp8::Format format(Role role) const {
+    return role == kGrad ? fp8::backward_format(config.recipe) : fp8::forward_format(config.recipe);
+  }
+
+  fp8::Fp8Tensor quantize(std::span<const float> v, std::int64_t rows, std::int64_t cols,
+                          int index, Role role) {
+    const fp8::Format f = format(role);
+    const float scale = config.current_scaling
+                            ? fp8::current_scale({}, f, fp8::amax(v))
+                            : scaling[static_cast<std::size_t>(index)].scale;
+    fp8::Fp8Tensor t = fp8::quantize_tensor(v, rows, cols, f, scale);
+    float& a = step_amax[static_cast<std::size_t>(index)];
+    a = std::fmax(a, t.amax);
+    return t;
+  }
+  // v^T quantised with the scale v itself uses (TE's column-wise copy).
+  fp8::Fp8Tensor quantize_t(std::span<const float> v, std::int64_t rows, std::int64_t cols,
+                            int index, Role role) {
+    const std::vector<float> t = transpose(v, rows, cols);
+    return quantize(t, cols, rows, index, role);
+  }
+
+  std::vector<float> gemm(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b, GemmOut out) {
+    GemmOptions options;
+    options.out = out;
+    return engine.run(a, b, options).values;
+  }
+
+  void tp_all_reduce(std::vector<float>& v) {
+    if (tp.size() == 1) return;
+    const double t0 = steady_seconds();
+    tp.run(CollectiveKind::kAllReduce, v.data(), v.data(), v.size(), DType::kFloat32,
+           ReduceOp::kSum, 0);
+    tp.synchronize();
+    tp_wait += steady_seconds() - t0;
+  }
+
+  // Core attention of one layer, forward: ctx [T, h/t] from qkv [T, qkv/t].
+  void attention_forward(const std::vector<float>& qkv, std::vector<float>& ctx) const {
+    const ModelShape& m = config.shape;
+    const int t = config.parallel.tp;
+    const std::int64_t d = m.head_dim(), s = config.seq_len, ld = m.qkv_width() / t;
+    const std::int64_t q_cols = m.hidden / t, kv_cols = m.kv_width() / t;
+    const int heads = m.heads / t, group = m.heads / m.kv_heads;
+    const float alpha = 1.0f / (std::sqrt(static_cast<float>(d)) * static_cast<float>(s));
+    std::vector<float> scores(static_cast<std::size_t>(s * s));
+    ctx.assign(static_cast<std::size_t>(tokens * q_cols), 0.0f);
+    for (std::int64_t b = 0; b < config.micro_batch; ++b) {
+      const float* base = qkv.data() + b * s * ld;
+      for (int hh = 0; hh < heads; ++hh) {
+        const float* q = base + hh * d;
+        const float* k = base + q_cols + (hh / group) * d;
+        const float* v = base + q_cols + kv_cols + (hh / group) * d;
+        const auto si = static_cast<int>(s), di = static_cast<int>(d), li = static_cast<int>(ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, si, si, di, alpha, q, li, k, li, 0.0f,
+                    scores.data(), si);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, si, di, si, 1.0f, scores.data(), si,
+                    v, li, 0.0f, ctx.data() + b * s * q_cols + hh * d,
+                    static_cast<int>(q_cols));
+      }
+    }
+  }
+
+  // Backward of the above: dqkv [T, qkv/t] from dctx [T, h/t]; the scores are recomputed (as
+  // fused attention does) rather than kept.
+  void attention_backward(const std::vector<float>& qkv, const std::vector<float>& dctx,
+                          std::vector<float>& dqkv) const {
+    const ModelShape& m = config.shape;
+    const int t = config.parallel.tp;
+    const std::int64_t d = m.head_dim(), s = config.seq_len, ld = m.qkv_width() / t;
+    const std::int64_t q_cols = m.hidden / t, kv_cols = m.kv_width() / t;
+    const int heads = m.heads / t, group = m.heads / m.kv_heads;
+    const float alpha = 1.0f / (std::sqrt(static_cast<float>(d)) * static_cast<float>(s));
+    std::vector<float> scores(static_cast<std::size_t>(s * s)), dscores(scores.size());
+    dqkv.assign(qkv.size(), 0.0f);
+    const auto si = static_cast<int>(s), di = static_cast<int>(d), li = static_cast<int>(ld);
+    const auto qi = static_cast<int>(q_cols);
+    for (std::int64_t b = 0; b < config.micro_batch; ++b) {
+      const float* base = qkv.data() + b * s * ld;
+      float* dbase = dqkv.data() + b * s * ld;
+      for (int hh = 0; hh < heads; ++hh) {
+        const std::int64_t qo = hh * d, ko = q_cols + (hh / group) * d,
+                           vo = q_cols + kv_cols + (hh / group) * d;
+        const float* dc = dctx.data() + b * s * q_cols + hh * d;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, si, si, di, alpha, base + qo, li,
+                    base + ko, li, 0.0f, scores.data(), si);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, si, si, di, 1.0f, dc, qi, base + vo,
+                    li, 0.0f, dscores.data(), si);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, si, di, si, 1.0f, scores.data(), si,
+                    dc, qi, 1.0f, dbase + vo, li);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, si, di, si, alpha, dscores.data(),
+                    si, base + ko, li, 0.0f, dbase + qo, li);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, si, di, si, alpha, dscores.data(), si,
+                    base + qo, li, 1.0f, dbase + ko, li);
+      }
+    }
+  }
+
+  void tensor_done(int tensor) {
+    const int b = plan_bucket[static_cast<std::size_t>(tensor)];
+    if (--bucket_pending[static_cast<std::size_t>(b)] == 0 && config.overlap) reducer->start(b);
+    if (config.overlap) reducer->progress();
+  }
+  std::vector<int> plan_bucket;
+};
+
+TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp)
+    : s_(std::make_unique<State>(config, engine, tp, dp)) {
+  State& s = *s_;
+  if (config.parallel.sequence_parallel) {
+    throw UsageError("train.sequence_parallel: not implemented on the CPU (MPI) backend yet; "
+                     "set it to false");
+  }
+  if (tp.memory() != MemoryKind::kHost) {
+    throw UsageError("train: the training step runs on host memory (collectives.backend: mpi) "
+                     "in this version");
+  }
+  if (tp.size() != config.parallel.tp) throw InternalError("TrainStep: tp group size mismatch");
+  s.dp_size = comm_size(dp);
+  s.dp_rank = comm_rank(dp);
+  s.linears = layer_linears(config.shape, config.parallel.tp);
+  s.tokens = config.micro_batch * config.seq_len;
+  const int layers = config.shape.layers;
+  std::vector<std::int64_t> sizes;
+  for (int l = 0; l < layers; ++l) {
+    for (const LinearShape& lin : s.linears) sizes.push_back(lin.n * lin.k);
+  }
+  plan_ = plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0, config.bucket_mb * 1024.0 * 1024.0,
+                       config.parallel.zero == 1 ? s.dp_size : 1);
+  s.plan_bucket = plan_.tensor_bucket;
+  const auto total = static_cast<std::size_t>(plan_.total_padded);
+  s.master.assign(total, 0.0f);
+  s.grads.assign(total, 0.0f);
+  s.adam_m.assign(total, 0.0f);
+  s.adam_v.assign(total, 0.0f);
+  if (config.parallel.zero == 1) s.shard.assign(total / static_cast<std::size_t>(s.dp_size), 0.0f);
+  // Weights depend on (seed, layer, Linear, TP rank) only: every replica starts identical.
+  for (int l = 0; l < layers; ++l) {
+    for (int j = 0; j < kLinears; ++j) {
+      const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
+      std::vector<float> w(static_cast<std::size_t>(lin.n * lin.k));
+      const std::uint64_t key =
+          config.seed ^ (static_cast<std::uint64_t>(l * kLinears + j) << 32) ^
+          (static_cast<std::uint64_t>(tp.rank()) << 48);
+      fill_uniform(w, key, std::sqrt(3.0f / static_cast<float>(lin.k)));
+      std::copy(w.begin(), w.end(),
+                s.master.begin() + plan_.tensor_offset[static_cast<std::size_t>(l * kLinears + j)]);
+    }
+  }
+  s.reducer = std::make_unique<DpReducer>(dp, plan_, config.parallel.zero == 1, s.grads.data(),
+                                          s.shard.empty() ? nullptr : s.shard.data());
+  const int slots = layers * kLinears * kRoles;
+  s.scaling.assign(static_cast<std::size_t>(slots), fp8::make_scaling_state(config.delayed));
+  s.step_amax.assign(static_cast<std::size_t>(slots), 0.0f);
+  s.inputs.resize(static_cast<std::size_t>(layers));
+  s.qkv_out.resize(static_cast<std::size_t>(layers));
+  s.weights.resize(static_cast<std::size_t>(layers * kLinears));
+  s.weights_t.resize(static_cast<std::size_t>(layers * kLinears));
+  // This rank's model FLOPs per step: every Linear forward, dgrad and wgrad (2 m n k each) and
+  // core attention's scores and context, forward x 3 (the backward's recomputed scores are not
+  // model FLOPs, as MFU counts them).
+  double linear = 0;
+  for (const LinearShape& lin : s.linears) linear += 2.0 * static_cast<double>(s.tokens * lin.n * lin.k);
+  const double attention = 4.0 * static_cast<double>(s.tokens) * static_cast<double>(config.seq_len) *
+                           static_cast<double>(config.shape.hidden / config.parallel.tp);
+  flops_ = 3.0 * (linear + attention) * layers;
+}
+
+TrainStep::~TrainStep() = default;
+
+std::int64_t TrainStep::tokens_per_step() const { return s_->tokens; }
+
+const std::vector<BucketTiming>& TrainStep::bucket_timings() const {
+  return s_->reducer->timings();
+}
+
+StepTimes TrainStep::run(int step, const StepFault& fault) {
+  State& s = *s_;
+  const StepConfig& c = s.config;
+  const ModelShape& m = c.shape;
+  const int layers = m.layers;
+  const std::int64_t T = s.tokens;
+  StepTimes times;
+  const double t_start = steady_seconds();
+  s.tp_wait = 0;
+  std::fill(s.step_amax.begin(), s.step_amax.end(), 0.0f);
+  std::fill(s.grads.begin(), s.grads.end(), 0.0f);
+  s.bucket_pending.assign(plan_.buckets.size(), 0);
+  for (int b : plan_.tensor_bucket) ++s.bucket_pending[static_cast<std::size_t>(b)];
+
+  // ---- forward ----
+  for (int l = 0; l < layers; ++l) {
+    for (int j = 0; j < kLinears; ++j) {
+      const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
+      const std::size_t at = plan_.tensor_offset[static_cast<std::size_t>(l * kLinears + j)];
+      const std::span<const float> w(s.master.data() + at, static_cast<std::size_t>(lin.n * lin.k));
+      s.weights[static_cast<std::size_t>(l * kLinears + j)] =
+          s.quantize(w, lin.n, lin.k, s.slot(l, j, kWeight), kWeight);
+      s.weights_t[static_cast<std::size_t>(l * kLinears + j)] =
+          s.quantize_t(w, lin.n, lin.k, s.slot(l, j, kWeight), kWeight);
+    }
+  }
+  std::vector<float> x(static_cast<std::size_t>(T * m.hidden));
+  // The batch: the same on the ranks of a TP group, different per replica and step.
+  fill_uniform(x, c.seed ^ 0xda7aull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
+                      static_cast<std::uint64_t>(step),
+               1.0f);
+  const double t_fwd = steady_seconds();
+  for (int l = 0; l < layers; ++l) {
+    auto& in = s.inputs[static_cast<std::size_t>(l)];
+    auto W = [&](int j) -> const fp8::Fp8Tensor& {
+      return s.weights[static_cast<std::size_t>(l * kLinears + j)];
+    };
+    in[0] = rms_norm(x, T, m.hidden);
+    s.qkv_out[static_cast<std::size_t>(l)] =
+        s.gemm(s.quantize(in[0], T, m.hidden, s.slot(l, 0, kInput), kInput), W(0), GemmOut::kBF16);
+    s.attention_forward(s.qkv_out[static_cast<std::size_t>(l)], in[1]);
+    std::vector<float> y = s.gemm(
+        s.quantize(in[1], T, s.linears[1].k, s.slot(l, 1, kInput), kInput), W(1), GemmOut::kBF16);
+    s.tp_all_reduce(y);
+    for (std::size_t i = 0; i < y.size(); ++i) x[i] += y[i];  // residual
+    in[2] = rms_norm(x, T, m.hidden);
+    std::vector<float> h1 =
+        s.gemm(s.quantize(in[2], T, m.hidden, s.slot(l, 2, kInput), kInput), W(2), GemmOut::kBF16);
+    // GeLU (x sigmoid(1.702 x)) or SwiGLU (gate sigmoid(gate) up) down to [T, ffn / tp].
+    const std::int64_t f = s.linears[3].k, w1 = s.linears[2].n;
+    std::vector<float> act(static_cast<std::size_t>(T * f));
+    for (std::int64_t r = 0; r < T; ++r) {
+      for (std::int64_t k = 0; k < f; ++k) {
+        const float g = h1[r * w1 + k];
+        const float a = g / (1.0f + std::exp(-1.702f * g));
+        act[r * f + k] = m.mlp == Mlp::kSwiglu ? a * h1[r * w1 + f + k] : a;
+      }
+    }
+    in[3] = std::move(act);
+    std::vector<float> z =
+        s.gemm(s.quantize(in[3], T, f, s.slot(l, 3, kInput), kInput), W(3), GemmOut::kBF16);
+    s.tp_all_reduce(z);
+    for (std::size_t i = 0; i < z.size(); ++i) x[i] += z[i];  // residual
+  }
+  const double fwd_wait = s.tp_wait;
+  times.fwd_s = steady_seconds() - t_fwd - fwd_wait;
+
+  // ---- backward ----
+  const double t_bwd = steady_seconds();
+  std::vector<float> dy(static_cast<std::size_t>(T * m.hidden));
+  fill_uniform(dy, c.seed ^ 0x9ad1ull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
+                       static_cast<std::uint64_t>(step),
+               1e-2f);
+  for (int l = layers - 1; l >= 0; --l) {
+    auto& in = s.inputs[static_cast<std::size_t>(l)];
+    std::vector<float> residual = dy;  // the gradient that skips the block (residual path)
+    for (int j = kLinears - 1; j >= 0; --j) {
+      const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
+      const int tensor = l * kLinears + j;
+      const int g = s.slot(l, j, kGrad);
+      // dY [T, n]: FC1's is FC2's dgrad widened to SwiGLU's two halves.
+      if (j == 2 && m.mlp == Mlp::kSwiglu) {
+        std::vector<float> wide(static_cast<std::size_t>(T * lin.n));
+        const std::int64_t f = lin.n / 2;
+        for (std::int64_t r = 0; r < T; ++r) {
+          std::copy_n(dy.data() + r * f, f, wide.data() + r * lin.n);
+          std::copy_n(dy.data() + r * f, f, wide.data() + r * lin.n + f);
+        }
+        dy = std::move(wide);
+      }
+      const fp8::Fp8Tensor dyq = s.quantize(dy, T, lin.n, g, kGrad);
+      std::vector<float> dx =
+          s.gemm(dyq, s.weights_t[static_cast<std::size_t>(tensor)], GemmOut::kBF16);
+      if (c.overlap) s.reducer->progress();
+      // wgrad: dW [n, k] = dY^T X, fp32 into the gradient buffer (TE's main_grad).
+      const fp8::Fp8Tensor dyt = s.quantize_t(dy, T, lin.n, g, kGrad);
+      const fp8::Fp8Tensor xt =
+          s.quantize_t(in[static_cast<std::size_t>(j)], T, lin.k, s.slot(l, j, kInput), kInput);
+      const std::vector<float> dw = s.gemm(dyt, xt, GemmOut::kFP32);
+      std::copy(dw.begin(), dw.end(),
+                s.grads.begin() + plan_.tensor_offset[static_cast<std::size_t>(tensor)]);
+      s.tensor_done(tensor);
+      if (lin.column) {
+        s.tp_all_reduce(dx);  // column-parallel dgrad: partial sums over TP
+        // Through the norm (its derivative left out) and the residual join.
+        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] += residual[i];
+        residual = dx;
+      }
+      if (j == 1) {
+        std::vector<float> dqkv;
+        s.attention_backward(s.qkv_out[static_cast<std::size_t>(l)], dx, dqkv);
+        dy = std::move(dqkv);
+      } else {
+        dy = std::move(dx);
+      }
+    }
+  }
+  std::int64_t zeros = 0;
+  for (int t = 0; t < layers * kLinears; ++t) {
+    const LinearShape& lin = s.linears[static_cast<std::size_t>(t % kLinears)];
+    const float* g = s.grads.data() + plan_.tensor_offset[static_cast<std::size_t>(t)];
+    for (std::int64_t i = 0; i < lin.n * lin.k; ++i) zeros += g[i] == 0.0f ? 1 : 0;
+  }
+  zero_share_ = static_cast<double>(zeros) / static_cast<double>(plan_.total_padded);
+  const double bwd_wait = s.tp_wait - fwd_wait;
+  const double compute = steady_seconds() - t_bwd - bwd_wait + times.fwd_s;
+  if (fault.slow_factor > 1.0) {
+    const double extra = compute * (fault.slow_factor - 1.0);
+    std::this_thread::sleep_for(std::chrono::duration<double>(extra));
+  }
+  times.backward_end_s = steady_seconds();
+  times.bwd_s = times.backward_end_s - t_bwd - bwd_wait;
+  times.tp_comm_s = s.tp_wait;
+  if (c.overlap) {
+    times.dp_exposed_s = s.reducer->wait_all();
+  } else {
+    times.dp_exposed_s = s.reducer->reduce_blocking();
+  }
+  times.dp_span_s = s.reducer->communication_span_s();
+
+  // ---- optimizer ----
+  const double t_opt = steady_seconds();
+  const bool zero = c.parallel.zero == 1;
+  auto flip = [](float* at) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, at, sizeof bits);
+    bits ^= 1u << 22;
+    std::memcpy(at, &bits, sizeof bits);
+  };
+  // The injected corruption: zero 0 flips a bit of this rank's reduced gradient, which only its
+  // own Adam step reads. Under zero 1 a corrupted gradient shard is all-gathered to every
+  // replica alike (no replica comparison can see that), so the bit flips in this rank's
+  // parameters after the all-gather instead: memory that goes bad under a replica.
+  if (fault.flip_gradient_bit && !zero) flip(largest(s.grads));
+  if (s.tp.size() > 1) {
+    const double t0 = steady_seconds();
+    s.tp.run(CollectiveKind::kAllReduce, s.step_amax.data(), s.step_amax.data(),
+             s.step_amax.size(), DType::kFloat32, ReduceOp::kMax, 0);
+    s.tp.synchronize();
+    times.tp_comm_s += steady_seconds() - t0;
+  }
+  if (!c.current_scaling) {
+    for (std::size_t i = 0; i < s.scaling.size(); ++i) {
+      fp8::record_amax(s.scaling[i], s.step_amax[i]);
+      fp8::update_scale(c.delayed, s.format(static_cast<Role>(i % kRoles)), s.scaling[i]);
+    }
+  }
+  // Adam (lr 1e-4, betas 0.9 / 0.999, eps 1e-8) on the mean gradient.
+  ++s.adam_step;
+  const float lr = 1e-4f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  const float c1 = 1.0f - std::pow(b1, static_cast<float>(s.adam_step));
+  const float c2 = 1.0f - std::pow(b2, static_cast<float>(s.adam_step));
+  const float inv_dp = 1.0f / static_cast<float>(s.dp_size);
+  auto adam = [&](std::size_t p, float grad) {
+    const float gm = grad * inv_dp;
+    s.adam_m[p] = b1 * s.adam_m[p] + (1 - b1) * gm;
+    s.adam_v[p] = b2 * s.adam_v[p] + (1 - b2) * gm * gm;
+    s.master[p] -= lr * (s.adam_m[p] / c1) / (std::sqrt(s.adam_v[p] / c2) + eps);
+  };
+  if (zero) {
+    for (const Bucket& b : plan_.buckets) {
+      const std::int64_t part = b.padded / s.dp_size;
+      for (std::int64_t k = 0; k < part; ++k) {
+        adam(static_cast<std::size_t>(b.offset + s.dp_rank * part + k),
+             s.shard[static_cast<std::size_t>(b.offset / s.dp_size + k)]);
+      }
+      SD_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s.master.data() + b.offset,
+                                 static_cast<int>(part), MPI_FLOAT, s.dp));
+    }
+    if (fault.flip_gradient_bit) flip(largest(s.master));
+  } else {
+    for (std::size_t p = 0; p < s.master.size(); ++p) adam(p, s.grads[p]);
+  }
+  times.optim_s = steady_seconds() - t_opt;
+  times.step_s = steady_seconds() - t_start;
+  return times;
+}
+
+std::uint64_t TrainStep::parameter_hash() const {
+  return XXH3_64bits(s_->master.data(), s_->master.size() * sizeof(float));
+}
+
+bool TrainStep::scales_finite() const {
+  for (const fp8::ScalingState& st : s_->scaling) {
+    if (!std::isfinite(st.scale) || !(st.scale > 0) || !std::isfinite(st.scale_inv)) return false;
+    for (float a : st.amax_history) {
+      if (!std::isfinite(a)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace shakedown::train
+

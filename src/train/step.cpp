@@ -134,6 +134,37 @@ struct TrainStep::State {
     tp_wait += steady_seconds() - t0;
   }
 
+  // Sequence parallelism: [T/t, h] shards of the activations between blocks, gathered to
+  // [T, h] before a column-parallel GEMM and reduce-scattered back after a row-parallel one.
+  std::vector<float> tp_all_gather(const std::vector<float>& rows) {
+    if (tp.size() == 1) return rows;
+    std::vector<float> full(rows.size() * static_cast<std::size_t>(tp.size()));
+    const double t0 = steady_seconds();
+    tp.run(CollectiveKind::kAllGather, rows.data(), full.data(), rows.size(), DType::kFloat32,
+           ReduceOp::kSum, 0);
+    tp.synchronize();
+    tp_wait += steady_seconds() - t0;
+    return full;
+  }
+  std::vector<float> tp_reduce_scatter(const std::vector<float>& full) {
+    if (tp.size() == 1) return full;
+    std::vector<float> mine(full.size() / static_cast<std::size_t>(tp.size()));
+    const double t0 = steady_seconds();
+    tp.run(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size(),
+           DType::kFloat32, ReduceOp::kSum, 0);
+    tp.synchronize();
+    tp_wait += steady_seconds() - t0;
+    return mine;
+  }
+  // Row-parallel output (partial sums): all-reduced, or reduce-scattered under SP.
+  void reduce_partial(std::vector<float>& v) {
+    if (config.parallel.sequence_parallel) {
+      v = tp_reduce_scatter(v);
+    } else {
+      tp_all_reduce(v);
+    }
+  }
+
   // Core attention of one layer, forward: ctx [T, h/t] from qkv [T, qkv/t].
   void attention_forward(const std::vector<float>& qkv, std::vector<float>& ctx) const {
     const ModelShape& m = config.shape;
@@ -206,9 +237,9 @@ struct TrainStep::State {
 TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp)
     : s_(std::make_unique<State>(config, engine, tp, dp)) {
   State& s = *s_;
-  if (config.parallel.sequence_parallel) {
-    throw UsageError("train.sequence_parallel: not implemented on the CPU (MPI) backend yet; "
-                     "set it to false");
+  if (config.parallel.sequence_parallel &&
+      (config.micro_batch * config.seq_len) % config.parallel.tp != 0) {
+    throw UsageError("train.sequence_parallel: tp must divide seq_len x micro_batch");
   }
   if (tp.memory() != MemoryKind::kHost) {
     throw UsageError("train: the training step runs on host memory (collectives.backend: mpi) "
@@ -299,26 +330,35 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
           s.quantize_t(w, lin.n, lin.k, s.slot(l, j, kWeight), kWeight);
     }
   }
+  const bool sp = c.parallel.sequence_parallel;
+  // The activations between blocks: [T, h], or this rank's [T/t, h] rows under SP.
+  const std::int64_t rows = sp ? T / c.parallel.tp : T;
   std::vector<float> x(static_cast<std::size_t>(T * m.hidden));
   // The batch: the same on the ranks of a TP group, different per replica and step.
   fill_uniform(x, c.seed ^ 0xda7aull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
                       static_cast<std::uint64_t>(step),
                1.0f);
+  if (sp) {
+    x.erase(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
+    x.resize(static_cast<std::size_t>(rows * m.hidden));
+  }
   const double t_fwd = steady_seconds();
   for (int l = 0; l < layers; ++l) {
     auto& in = s.inputs[static_cast<std::size_t>(l)];
     auto W = [&](int j) -> const fp8::Fp8Tensor& {
       return s.weights[static_cast<std::size_t>(l * kLinears + j)];
     };
-    in[0] = rms_norm(x, T, m.hidden);
+    in[0] = rms_norm(x, rows, m.hidden);
+    if (sp) in[0] = s.tp_all_gather(in[0]);
     s.qkv_out[static_cast<std::size_t>(l)] =
         s.gemm(s.quantize(in[0], T, m.hidden, s.slot(l, 0, kInput), kInput), W(0), GemmOut::kBF16);
     s.attention_forward(s.qkv_out[static_cast<std::size_t>(l)], in[1]);
     std::vector<float> y = s.gemm(
         s.quantize(in[1], T, s.linears[1].k, s.slot(l, 1, kInput), kInput), W(1), GemmOut::kBF16);
-    s.tp_all_reduce(y);
+    s.reduce_partial(y);
     for (std::size_t i = 0; i < y.size(); ++i) x[i] += y[i];  // residual
-    in[2] = rms_norm(x, T, m.hidden);
+    in[2] = rms_norm(x, rows, m.hidden);
+    if (sp) in[2] = s.tp_all_gather(in[2]);
     std::vector<float> h1 =
         s.gemm(s.quantize(in[2], T, m.hidden, s.slot(l, 2, kInput), kInput), W(2), GemmOut::kBF16);
     // GeLU (x sigmoid(1.702 x)) or SwiGLU (gate sigmoid(gate) up) down to [T, ffn / tp].
@@ -334,7 +374,7 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
     in[3] = std::move(act);
     std::vector<float> z =
         s.gemm(s.quantize(in[3], T, f, s.slot(l, 3, kInput), kInput), W(3), GemmOut::kBF16);
-    s.tp_all_reduce(z);
+    s.reduce_partial(z);
     for (std::size_t i = 0; i < z.size(); ++i) x[i] += z[i];  // residual
   }
   const double fwd_wait = s.tp_wait;
@@ -346,6 +386,10 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   fill_uniform(dy, c.seed ^ 0x9ad1ull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
                        static_cast<std::uint64_t>(step),
                1e-2f);
+  if (sp) {
+    dy.erase(dy.begin(), dy.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
+    dy.resize(static_cast<std::size_t>(rows * m.hidden));
+  }
   for (int l = layers - 1; l >= 0; --l) {
     auto& in = s.inputs[static_cast<std::size_t>(l)];
     std::vector<float> residual = dy;  // the gradient that skips the block (residual path)
@@ -353,6 +397,8 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
       const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
       const int tensor = l * kLinears + j;
       const int g = s.slot(l, j, kGrad);
+      // Under SP a row-parallel Linear's output gradient arrives as this rank's rows: gathered.
+      if (sp && !lin.column) dy = s.tp_all_gather(dy);
       // dY [T, n]: FC1's is FC2's dgrad widened to SwiGLU's two halves.
       if (j == 2 && m.mlp == Mlp::kSwiglu) {
         std::vector<float> wide(static_cast<std::size_t>(T * lin.n));
@@ -376,7 +422,8 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
                 s.grads.begin() + plan_.tensor_offset[static_cast<std::size_t>(tensor)]);
       s.tensor_done(tensor);
       if (lin.column) {
-        s.tp_all_reduce(dx);  // column-parallel dgrad: partial sums over TP
+        // Column-parallel dgrad: partial sums over TP, all-reduced (reduce-scattered under SP).
+        s.reduce_partial(dx);
         // Through the norm (its derivative left out) and the residual join.
         for (std::size_t i = 0; i < dx.size(); ++i) dx[i] += residual[i];
         residual = dx;

@@ -15,7 +15,11 @@
 // everything is reduced after backward (no overlap). Then the amaxes are max-reduced over the
 // world, the scales updated, Adam runs on the fp32 master weights (on this rank's shard with
 // zero: 1, then the parameters are all-gathered), and the next step re-quantises the weights.
-// Sequence parallelism is not implemented here yet (UsageError).
+// With sequence parallelism the activations between blocks are [T / tp, h] shards: all-gathered
+// before QKV and FC1, reduce-scattered after proj and FC2 (forward), and in backward the output
+// gradient of a row-parallel Linear is all-gathered and a column-parallel dgrad reduce-scattered
+// (Korthikanti et al. 2022; TE's placement). The gathered GEMM inputs are kept for wgrad rather
+// than gathered again, and the gathers move fp32 (TE moves FP8 there).
 #include <mpi.h>
 
 #include <cstdint>
@@ -67,7 +71,8 @@ struct StepFault {
 class TrainStep {
  public:
   // tp: the tensor-parallel group (a Comm over host memory); dp: the data-parallel group.
-  // UsageError for what this backend cannot run (sequence parallelism, a non-host Comm).
+  // UsageError for what this backend cannot run (a non-host Comm; SP with tp not dividing the
+  // tokens).
   TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;

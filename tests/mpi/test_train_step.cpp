@@ -31,7 +31,7 @@ Groups groups() {
   return g;
 }
 
-StepConfig small_config(const Groups& g, int zero, bool overlap, bool swiglu) {
+StepConfig small_config(const Groups& g, int zero, bool overlap, bool swiglu, bool sp = false) {
   TrainConfig t;
   t.layers = 2;
   t.hidden = 64;
@@ -44,6 +44,7 @@ StepConfig small_config(const Groups& g, int zero, bool overlap, bool swiglu) {
   c.parallel.tp = g.tp;
   c.parallel.dp = comm_size(MPI_COMM_WORLD) / g.tp;
   c.parallel.zero = zero;
+  c.parallel.sequence_parallel = sp;
   c.micro_batch = 2;
   c.seq_len = 16;
   c.overlap = overlap;
@@ -60,11 +61,11 @@ std::vector<std::uint64_t> all_hashes(std::uint64_t mine) {
   return all;
 }
 
-void run_and_check(int zero, bool overlap, bool swiglu, int steps) {
+void run_and_check(int zero, bool overlap, bool swiglu, int steps, bool sp = false) {
   Groups g = groups();
   MpiComm tp(g.tp_comm.get());
   auto engine = make_cpu_gemm_engine(1);
-  TrainStep step(small_config(g, zero, overlap, swiglu), *engine, tp, g.dp_comm.get());
+  TrainStep step(small_config(g, zero, overlap, swiglu, sp), *engine, tp, g.dp_comm.get());
   EXPECT_GT(step.buckets().buckets.size(), 2u);
   for (int i = 0; i < steps; ++i) {
     const StepTimes t = step.run(i);
@@ -95,6 +96,25 @@ TEST(TrainStep, ReplicasStayIdenticalZeroZeroOverlapped) { run_and_check(0, true
 TEST(TrainStep, ReplicasStayIdenticalZeroOneOverlappedSwiglu) { run_and_check(1, true, true, 3); }
 TEST(TrainStep, ReplicasStayIdenticalBlockingBaseline) { run_and_check(0, false, true, 2); }
 TEST(TrainStep, ScalesStayFiniteOverFiftySteps) { run_and_check(0, true, true, 50); }
+TEST(TrainStep, ReplicasStayIdenticalSequenceParallel) { run_and_check(0, true, false, 3, true); }
+TEST(TrainStep, ReplicasStayIdenticalSequenceParallelZeroOne) {
+  run_and_check(1, true, true, 3, true);
+}
+
+TEST(TrainStep, SequenceParallelComputesTheSameStepAsPlainTensorParallel) {
+  // Same rows, same norms, and with tp <= 2 every partial sum has at most two terms (one
+  // order): reduce-scatter + all-gather must give the all-reduce's parameters to the bit.
+  Groups g = groups();
+  MpiComm tp(g.tp_comm.get());
+  auto engine = make_cpu_gemm_engine(1);
+  TrainStep plain(small_config(g, 0, true, true, false), *engine, tp, g.dp_comm.get());
+  TrainStep sp(small_config(g, 0, true, true, true), *engine, tp, g.dp_comm.get());
+  for (int i = 0; i < 3; ++i) {
+    plain.run(i);
+    sp.run(i);
+  }
+  EXPECT_EQ(plain.parameter_hash(), sp.parameter_hash());
+}
 
 TEST(TrainStep, OverlappedAndBlockingReductionGiveTheSameParameters) {
   // With two replicas a sum has one order (a + b = b + a exactly), so both paths must agree to

@@ -1,5 +1,6 @@
 #include "train/memory.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -46,6 +47,34 @@ void finish(MemoryBudget& b, double device_bytes, const std::string& device) {
   b.headroom_bytes = device_bytes > 0 ? device_bytes - b.total_bytes : 0;
 }
 
+
+// The largest n in [1, limit] whose budget fits the device (0 if none): every budget grows with
+// n (micro-batch, concurrency), so a doubling then a bisection finds it.
+template <class BudgetFor>
+std::int64_t last_fitting(BudgetFor budget_for, double device_bytes, std::int64_t limit) {
+  auto fits = [&](std::int64_t n) {
+    MemoryBudget t = budget_for(n);
+    finish(t, device_bytes, "");
+    return t.fits;
+  };
+  std::int64_t lo = 0, hi = 1;
+  while (hi <= limit && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  hi = std::min(hi, limit + 1);
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// What every GPU process holds whatever the workload.
+void push_fixed_items(MemoryBudget& b) {
+  b.items.push_back({"GEMM workspace", kGemmWorkspace, "cuBLASLt, 32 MiB"});
+  b.items.push_back({"CUDA context and kernels", kCudaContext, "typical, 0.5 GiB"});
+}
 }  // namespace
 
 Recompute parse_recompute(const std::string& text) {
@@ -131,20 +160,12 @@ MemoryBudget training_budget(const TrainingRequest& q, double device_bytes) {
     b.items.push_back({"communication buffers", communicators * kNcclPerCommunicator,
                        std::to_string(communicators) +
                            " NCCL communicators x 16 channels x 2 peers x 2 directions x 4 MiB"});
-    b.items.push_back({"GEMM workspace", kGemmWorkspace, "cuBLASLt, 32 MiB"});
-    b.items.push_back({"CUDA context and kernels", kCudaContext, "typical, 0.5 GiB"});
+    push_fixed_items(b);
     return b;
   };
   MemoryBudget b = budget_for(q.micro_batch);
   finish(b, device_bytes, "");
-  if (device_bytes > 0) {
-    for (std::int64_t mb = 1; mb <= 65536; ++mb) {
-      MemoryBudget trial = budget_for(mb);
-      finish(trial, device_bytes, "");
-      if (!trial.fits) break;
-      b.largest_fitting = mb;
-    }
-  }
+  if (device_bytes > 0) b.largest_fitting = last_fitting(budget_for, device_bytes, 65536);
   return b;
 }
 
@@ -169,30 +190,12 @@ MemoryBudget inference_budget(const InferenceRequest& q, double device_bytes) {
     b.items.push_back({"activations (decode step)", work, "fp32 FC1 output and logits per sequence"});
     b.items.push_back({"communication buffers", q.tp > 1 ? kNcclPerCommunicator : 0.0,
                        q.tp > 1 ? "1 NCCL communicator (TP)" : "none (tp = 1)"});
-    b.items.push_back({"GEMM workspace", kGemmWorkspace, "cuBLASLt, 32 MiB"});
-    b.items.push_back({"CUDA context and kernels", kCudaContext, "typical, 0.5 GiB"});
+    push_fixed_items(b);
     return b;
   };
   MemoryBudget b = budget_for(q.concurrency);
   finish(b, device_bytes, "");
-  if (device_bytes > 0) {
-    // The budget grows linearly with concurrency: find the last that fits by bisection.
-    auto fits = [&](std::int64_t c) {
-      MemoryBudget t = budget_for(c);
-      finish(t, device_bytes, "");
-      return t.fits;
-    };
-    std::int64_t lo = 0, hi = 1;
-    while (hi <= (std::int64_t{1} << 30) && fits(hi)) {
-      lo = hi;
-      hi *= 2;
-    }
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      (fits(mid) ? lo : hi) = mid;
-    }
-    b.largest_fitting = lo;
-  }
+  if (device_bytes > 0) b.largest_fitting = last_fitting(budget_for, device_bytes, 1 << 30);
   return b;
 }
 

@@ -165,14 +165,20 @@ struct TrainStep::State {
     }
   }
 
+  // Core attention's layout in the QKV output [T, qkv/t]: Q columns, then K, then V; `group`
+  // query heads share a kv head. Derived once from the shape.
+  struct AttentionGeometry {
+    std::int64_t d = 0, s = 0, ld = 0, q_cols = 0, kv_cols = 0;
+    int heads = 0, group = 1;
+    float alpha = 1;  // 1 / (sqrt(d) s): keeps the unnormalised scores' products bounded
+  } attention;
+
   // Core attention of one layer, forward: ctx [T, h/t] from qkv [T, qkv/t].
   void attention_forward(const std::vector<float>& qkv, std::vector<float>& ctx) const {
-    const ModelShape& m = config.shape;
-    const int t = config.parallel.tp;
-    const std::int64_t d = m.head_dim(), s = config.seq_len, ld = m.qkv_width() / t;
-    const std::int64_t q_cols = m.hidden / t, kv_cols = m.kv_width() / t;
-    const int heads = m.heads / t, group = m.heads / m.kv_heads;
-    const float alpha = 1.0f / (std::sqrt(static_cast<float>(d)) * static_cast<float>(s));
+    const AttentionGeometry& a = attention;
+    const std::int64_t d = a.d, s = a.s, ld = a.ld, q_cols = a.q_cols, kv_cols = a.kv_cols;
+    const int heads = a.heads, group = a.group;
+    const float alpha = a.alpha;
     std::vector<float> scores(static_cast<std::size_t>(s * s));
     ctx.assign(static_cast<std::size_t>(tokens * q_cols), 0.0f);
     for (std::int64_t b = 0; b < config.micro_batch; ++b) {
@@ -195,12 +201,10 @@ struct TrainStep::State {
   // fused attention does) rather than kept.
   void attention_backward(const std::vector<float>& qkv, const std::vector<float>& dctx,
                           std::vector<float>& dqkv) const {
-    const ModelShape& m = config.shape;
-    const int t = config.parallel.tp;
-    const std::int64_t d = m.head_dim(), s = config.seq_len, ld = m.qkv_width() / t;
-    const std::int64_t q_cols = m.hidden / t, kv_cols = m.kv_width() / t;
-    const int heads = m.heads / t, group = m.heads / m.kv_heads;
-    const float alpha = 1.0f / (std::sqrt(static_cast<float>(d)) * static_cast<float>(s));
+    const AttentionGeometry& a = attention;
+    const std::int64_t d = a.d, s = a.s, ld = a.ld, q_cols = a.q_cols, kv_cols = a.kv_cols;
+    const int heads = a.heads, group = a.group;
+    const float alpha = a.alpha;
     std::vector<float> scores(static_cast<std::size_t>(s * s)), dscores(scores.size());
     dqkv.assign(qkv.size(), 0.0f);
     const auto si = static_cast<int>(s), di = static_cast<int>(d), li = static_cast<int>(ld);
@@ -250,6 +254,19 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
   s.dp_rank = comm_rank(dp);
   s.linears = layer_linears(config.shape, config.parallel.tp);
   s.tokens = config.micro_batch * config.seq_len;
+  {
+    const ModelShape& m = config.shape;
+    const int t = config.parallel.tp;
+    State::AttentionGeometry& a = s.attention;
+    a.d = m.head_dim();
+    a.s = config.seq_len;
+    a.ld = m.qkv_width() / t;
+    a.q_cols = m.hidden / t;
+    a.kv_cols = m.kv_width() / t;
+    a.heads = m.heads / t;
+    a.group = m.heads / m.kv_heads;
+    a.alpha = 1.0f / (std::sqrt(static_cast<float>(a.d)) * static_cast<float>(a.s));
+  }
   const int layers = config.shape.layers;
   std::vector<std::int64_t> sizes;
   for (int l = 0; l < layers; ++l) {

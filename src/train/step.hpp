@@ -95,8 +95,9 @@ class TrainStep {
   struct State;
 
  private:
-  std::unique_ptr<State> s_;
+  // plan_ first: the State's reducer refers to it, so it must outlive the State.
   BucketPlan plan_;
+  std::unique_ptr<State> s_;
   double flops_ = 0;
   double zero_share_ = 0;
 };

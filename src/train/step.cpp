@@ -454,13 +454,6 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
       }
     }
   }
-  std::int64_t zeros = 0;
-  for (int t = 0; t < layers * kLinears; ++t) {
-    const LinearShape& lin = s.linears[static_cast<std::size_t>(t % kLinears)];
-    const float* g = s.grads.data() + plan_.tensor_offset[static_cast<std::size_t>(t)];
-    for (std::int64_t i = 0; i < lin.n * lin.k; ++i) zeros += g[i] == 0.0f ? 1 : 0;
-  }
-  zero_share_ = static_cast<double>(zeros) / static_cast<double>(plan_.total_padded);
   const double bwd_wait = s.tp_wait - fwd_wait;
   const double compute = steady_seconds() - t_bwd - bwd_wait + times.fwd_s;
   if (fault.slow_factor > 1.0) {
@@ -532,6 +525,14 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   }
   times.optim_s = steady_seconds() - t_opt;
   times.step_s = steady_seconds() - t_start;
+  // After the timed step, so the count costs the step nothing.
+  std::int64_t zeros = 0;
+  for (int t = 0; t < layers * kLinears; ++t) {
+    const LinearShape& lin = s.linears[static_cast<std::size_t>(t % kLinears)];
+    const float* g = s.grads.data() + plan_.tensor_offset[static_cast<std::size_t>(t)];
+    for (std::int64_t i = 0; i < lin.n * lin.k; ++i) zeros += g[i] == 0.0f ? 1 : 0;
+  }
+  zero_share_ = static_cast<double>(zeros) / static_cast<double>(plan_.total_padded);
   return times;
 }
 

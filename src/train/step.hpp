@@ -84,8 +84,9 @@ class TrainStep {
   std::uint64_t parameter_hash() const;
   // Every scale and scale_inv finite and > 0, every amax history entry finite.
   bool scales_finite() const;
-  // Share of this step's gradient elements (before the DP reduction) that were exactly 0: near
-  // 0 while activations and gradients flow; 1 when FP8 underflow wiped a layer out.
+  // Share of the last step's gradient buffer that is exactly 0 (counted after the timed step;
+  // under zero 0 the buffer holds the reduced gradients): near 0 while activations and
+  // gradients flow, 1 when FP8 underflow wiped a layer out.
   double zero_gradient_share() const { return zero_share_; }
   const BucketPlan& buckets() const { return plan_; }
   const std::vector<BucketTiming>& bucket_timings() const;

@@ -115,6 +115,17 @@ double mann_whitney_greater(std::span<const double> xs, std::span<const double> 
   return 0.5 * std::erfc(z / std::sqrt(2.0));
 }
 
+double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world) {
+  if (world < 3 || iters == 0 || cases == 0) return 1;
+  // As find_stragglers: the lower half of each rank's samples, U summed over the cases.
+  const auto m = static_cast<double>((iters + 1) / 2);
+  const double n = m * static_cast<double>(world - 1);
+  const double k = static_cast<double>(cases);
+  const double u = k * m * n, mean = k * m * n / 2, var = k * m * n * (m + n + 1) / 12;
+  const double z = (u - mean - 0.5) / std::sqrt(var);
+  return std::min(1.0, static_cast<double>(world) * 0.5 * std::erfc(z / std::sqrt(2.0)));
+}
+
 std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
                                                const StragglerLimits& limits) {
   struct Tally {

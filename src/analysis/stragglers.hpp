@@ -42,6 +42,12 @@ struct StragglerEvidence {
   std::vector<std::string> cases;  // the flagged cases' names
 };
 
+// The smallest corrected p any rank could reach with `cases` cases of `iters` samples for each of
+// `world` ranks (every sample of one rank above all of the others'): when it is not below
+// `alpha`, find_stragglers cannot name anybody there, and a check must say so rather than pass.
+// 1 with fewer than 3 ranks (find_stragglers needs 3).
+double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world);
+
 std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
                                                const StragglerLimits& limits);
 

@@ -43,6 +43,8 @@ std::string tested_text(const RunAnalysis& a) {
                     ")");
   }
   if (a.gemm.ran) parts.push_back(plural(a.gemm.measured, "GEMM shape", "GEMM shapes"));
+  if (a.train.ran)
+    parts.push_back(plural(a.train.summary.steps, "training step", "training steps"));
   if (parts.empty()) parts.push_back("no measurement");
   const RunMeta& m = a.facts.meta;
   return join(parts, ", ") + " on " +
@@ -118,6 +120,7 @@ RunAnalysis measure(const RunFile& file) {
   a.facts = read_run_facts(file);
   a.collectives = read_collectives(file);
   a.gemm = gemm_findings(file, a.facts);
+  a.train = train_findings(file, a.facts, a.gemm);
   return a;
 }
 
@@ -191,7 +194,7 @@ RunAnalysis analyze(const RunFile& file) {
   std::vector<Finding> findings = placement_checks(a.facts);
   for (auto&& part : {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
                       collectives_checks(file, a.facts, a.collectives),
-                      platform_checks(a.facts, a.collectives), a.gemm.findings}) {
+                      platform_checks(a.facts, a.collectives), a.gemm.findings, a.train.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
   a.verdict = decide(file, a, std::move(findings));

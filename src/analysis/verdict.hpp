@@ -8,6 +8,7 @@
 
 #include "analysis/collectives_data.hpp"
 #include "analysis/gemm_report.hpp"
+#include "analysis/train_report.hpp"
 #include "analysis/run_facts.hpp"
 #include "core/error.hpp"
 #include "record/findings.hpp"
@@ -52,6 +53,7 @@ struct RunAnalysis {
   RunFacts facts;
   CollectivesData collectives;
   GemmFindings gemm;
+  TrainFindings train;
   Verdict verdict;
 };
 

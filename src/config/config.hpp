@@ -107,10 +107,10 @@ struct TrainConfig {
   int tp = 1;                // tensor-parallel ranks, inside a node
   int dp = 0;                // data-parallel replicas; 0: world / tp
   bool sequence_parallel = false;
-  int zero = 0;             // 0: gradients all-reduced; 1: reduce-scattered, Adam on the shard
-  double bucket_mb = 25;    // gradient bucket (MiB); the first bucket is 1 MiB, as DDP's
-  bool overlap = true;      // DP reduction overlapped with the backward pass
-  int steps = 5;
+  int zero = 0;           // 0: gradients all-reduced; 1: reduce-scattered, Adam on the shard
+  double bucket_mb = 25;  // gradient bucket (MiB); the first bucket is 1 MiB, as DDP's
+  bool overlap = true;    // DP reduction overlapped with the backward pass
+  int steps = 10;         // enough for the rank-sum tests of the straggler and lateness checks
   int warmup_steps = 1;
   std::string recipe = "delayed";  // delayed | current
   std::string format = "hybrid";   // e4m3 | hybrid
@@ -176,6 +176,14 @@ struct TimeoutsConfig {
   friend bool operator==(const TimeoutsConfig&, const TimeoutsConfig&) = default;
 };
 
+struct CostConfig {
+  // Price of one GPU for one hour (0: not set). The train phase's summary then prices a step and
+  // a million tokens as world_size GPUs for the step's median time.
+  double gpu_hour_usd = 0;
+
+  friend bool operator==(const CostConfig&, const CostConfig&) = default;
+};
+
 struct Config {
   // A subset of pipeline_phases(), run in pipeline order.
   std::vector<std::string> phases = {"inventory"};
@@ -186,6 +194,7 @@ struct Config {
   CheckpointConfig checkpoint;
   LinkscanConfig linkscan;
   ChecksConfig checks;
+  CostConfig cost;
   OutputConfig output;
   TimeoutsConfig timeouts;
 

@@ -519,6 +519,13 @@ SectionSpec checks_section() {
        field("min_tflops_fraction", section, &S::min_tflops_fraction, kFraction)}};
 }
 
+SectionSpec cost_section() {
+  using S = CostConfig;
+  const auto section = &Config::cost;
+  return {"cost",
+          {field("gpu_hour_usd", section, &S::gpu_hour_usd, RealRule{0, false, 1e6, false})}};
+}
+
 SectionSpec output_section() {
   using S = OutputConfig;
   const auto section = &Config::output;
@@ -557,9 +564,9 @@ const KeySpec& phases_key() {
 
 const std::vector<SectionSpec>& sections() {
   static const std::vector<SectionSpec> kSections = {
-      topology_section(), collectives_section(), gemm_section(),
-      train_section(),    checkpoint_section(),  linkscan_section(),
-      checks_section(),   output_section(),      timeouts_section()};
+      topology_section(),   collectives_section(), gemm_section(),   train_section(),
+      checkpoint_section(), linkscan_section(),    checks_section(), cost_section(),
+      output_section(),     timeouts_section()};
   return kSections;
 }
 

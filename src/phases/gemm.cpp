@@ -26,8 +26,6 @@
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/progress.hpp"
-#include "topology/cpu_list.hpp"
-#include "topology/discovery.hpp"
 
 namespace shakedown {
 
@@ -95,17 +93,6 @@ fp8::Fp8Tensor make_operand(std::int64_t rows, std::int64_t cols, fp8::Format fo
   const float amax = fp8::amax(values);
   const float scale = fp8::current_scale(fp8::CurrentScaling{}, format, amax);
   return fp8::quantize_tensor(values, rows, cols, format, scale);
-}
-
-// gemm.threads 0: the CPUs this rank may run on; when it is not bound (it may use the whole
-// host), that host's CPUs shared among its ranks, so N ranks do not start N x cores threads.
-int default_threads(const Context& ctx) {
-  const auto cpus = parse_cpu_list(bound_cpus());  // topology's reading of the affinity mask
-  int allowed = cpus ? static_cast<int>(cpus->size()) : 0;
-  const int host = static_cast<int>(std::thread::hardware_concurrency());
-  if (allowed <= 0) allowed = std::max(1, host);
-  if (allowed >= host) allowed /= std::max(1, ctx.host_local_size());
-  return std::max(1, allowed);
 }
 
 // auto: cuBLASLt when every rank has a GPU (ranks may share one), else the CPU engine.
@@ -342,7 +329,7 @@ void run_gemm(PhaseEnv& env) {
       use_gpu(gpu.device);
       return make_cublaslt_gemm_engine();
     }
-    return make_cpu_gemm_engine(cfg.threads > 0 ? cfg.threads : default_threads(ctx));
+    return make_cpu_gemm_engine(cfg.threads > 0 ? cfg.threads : default_gemm_threads(ctx));
   });
   // Only rank 0 groups the hashes by engine description.
   const std::vector<std::string> impl_of_rank =

@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "runtime/agree.hpp"
+#include "topology/cpu_list.hpp"
+#include "topology/discovery.hpp"
 
 namespace shakedown {
 
@@ -34,11 +36,23 @@ void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const s
   progress.update(n - 1, label.substr(label.find(' ') + 1));
 }
 
+// gemm.threads 0: the CPUs this rank may run on; when it is not bound (it may use the whole
+// host), that host's CPUs shared among its ranks, so N ranks do not start N x cores threads.
+int default_gemm_threads(const Context& ctx) {
+  const auto cpus = parse_cpu_list(bound_cpus());  // topology's reading of the affinity mask
+  int allowed = cpus ? static_cast<int>(cpus->size()) : 0;
+  const int host = static_cast<int>(std::thread::hardware_concurrency());
+  if (allowed <= 0) allowed = std::max(1, host);
+  if (allowed >= host) allowed /= std::max(1, ctx.host_local_size());
+  return std::max(1, allowed);
+}
+
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
       {"inventory", run_inventory},
       {"collectives", run_collectives},
       {"gemm", run_gemm},
+      {"train", run_train},
   };
   return kTable;
 }

@@ -42,6 +42,10 @@ void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const s
 void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long steps,
                               const std::string& one_step);
 
+// The CPU GEMM engine's threads when gemm.threads is 0: the CPUs this rank may run on; when it is
+// not bound, its host's CPUs shared among the host's ranks.
+int default_gemm_threads(const Context& ctx);
+
 // The phases this build implements, in pipeline order.
 const std::vector<PhaseEntry>& phase_table();
 const PhaseEntry* find_phase(const std::string& name);
@@ -50,5 +54,6 @@ const PhaseEntry* find_phase(const std::string& name);
 void run_inventory(PhaseEnv& env);
 void run_collectives(PhaseEnv& env);
 void run_gemm(PhaseEnv& env);
+void run_train(PhaseEnv& env);
 
 }  // namespace shakedown

@@ -344,7 +344,86 @@ inline constexpr const char* kAttrHashGroupPrefix = "hash_group_";
 inline constexpr const char* kAttrUnchecked = "unchecked";
 }  // namespace gemm
 
-// /train, /checkpoint and /linkscan get their descriptors with their phases.
+// ---- /train ----  the train phase (train/step.hpp): one row per measured step.
+inline constexpr const char* kTrainGroup = "/train";
+namespace training {
+inline constexpr Dataset<double> kStepMs{
+    {kTrainGroup, "step_ms", Elem::kFloat64, "steps, world", "ms", "the rank's whole step"}};
+inline constexpr Dataset<double> kFwdMs{{kTrainGroup, "fwd_ms", Elem::kFloat64, "steps, world",
+                                         "ms",
+                                         "forward compute (GEMMs, attention, quantisation), "
+                                         "TP waits excluded"}};
+inline constexpr Dataset<double> kBwdMs{{kTrainGroup, "bwd_ms", Elem::kFloat64, "steps, world",
+                                         "ms", "backward compute, TP waits excluded"}};
+inline constexpr Dataset<double> kTpCommMs{
+    {kTrainGroup, "tp_comm_ms", Elem::kFloat64, "steps, world", "ms",
+     "blocked in tensor-parallel collectives (forward, backward, amax)"}};
+inline constexpr Dataset<double> kDpExposedMs{
+    {kTrainGroup, "dp_exposed_ms", Elem::kFloat64, "steps, world", "ms",
+     "blocked waiting for the data-parallel gradient reduction after backward"}};
+inline constexpr Dataset<double> kDpSpanMs{
+    {kTrainGroup, "dp_span_ms", Elem::kFloat64, "steps, world", "ms",
+     "first gradient bucket posted to the last one complete (the DP communication time)"}};
+inline constexpr Dataset<double> kOptimMs{
+    {kTrainGroup, "optim_ms", Elem::kFloat64, "steps, world", "ms",
+     "amax reduction, scale update, Adam, parameter all-gather (zero 1)"}};
+inline constexpr Dataset<double> kDpArrivalUs{
+    {kTrainGroup, "dp_arrival_us", Elem::kFloat64, "steps, world", "us",
+     "when the rank finished backward (reached the DP wait), on rank 0's clock, after the step's "
+     "earliest rank"}};
+inline constexpr Dataset<double> kZeroGradShare{
+    {kTrainGroup, "zero_grad_share", Elem::kFloat64, "steps, world", "fraction",
+     "share of the rank's gradient buffer exactly 0 after the step (FP8 underflow shows here)"}};
+inline constexpr Dataset<std::uint64_t> kParamHash{
+    {kTrainGroup, "param_hash", Elem::kUint64, "steps, world", "xxh3",
+     "hash of the rank's fp32 master weights after the step (equal across its DP replicas)"}};
+inline constexpr Dataset<double> kBucketStartUs{
+    {kTrainGroup, "bucket_start_us", Elem::kFloat64, "steps, buckets, world", "us",
+     "when the bucket's reduction was posted, on rank 0's clock, after the step's earliest DP "
+     "arrival (negative: during backward)"}};
+inline constexpr Dataset<double> kBucketEndUs{
+    {kTrainGroup, "bucket_end_us", Elem::kFloat64, "steps, buckets, world", "us",
+     "when the rank saw the bucket's reduction complete, same clock"}};
+inline constexpr Dataset<std::int64_t> kBucketBytes{
+    {kTrainGroup, "bucket_bytes", Elem::kInt64, "buckets", "bytes",
+     "gradient bytes in each bucket, in the order they fill (reverse layer order)"}};
+inline constexpr Dataset<std::int64_t> kTpRank{
+    {kTrainGroup, "tp_rank", Elem::kInt64, "world", "index", "the rank's place in its TP group"}};
+inline constexpr Dataset<std::int64_t> kDpRank{
+    {kTrainGroup, "dp_rank", Elem::kInt64, "world", "index",
+     "its replica index: ranks with one tp_rank hold the same parameters"}};
+inline constexpr Dataset<std::int64_t> kScalesFinite{
+    {kTrainGroup, "scales_finite", Elem::kInt64, "world", "0/1",
+     "every FP8 scale and amax history entry finite and > 0 after the last step"}};
+// Attributes of /train (the layout and model that ran, the memory budget).
+inline constexpr const char* kAttrModel = "model";
+inline constexpr const char* kAttrLayers = "layers";
+inline constexpr const char* kAttrHidden = "hidden";
+inline constexpr const char* kAttrFfnHidden = "ffn_hidden";
+inline constexpr const char* kAttrHeads = "heads";
+inline constexpr const char* kAttrKvHeads = "kv_heads";
+inline constexpr const char* kAttrSeqLen = "seq_len";
+inline constexpr const char* kAttrMicroBatch = "micro_batch";
+inline constexpr const char* kAttrMlp = "mlp";
+inline constexpr const char* kAttrTp = "tp";
+inline constexpr const char* kAttrDp = "dp";
+inline constexpr const char* kAttrZero = "zero";
+inline constexpr const char* kAttrSequenceParallel = "sequence_parallel";
+inline constexpr const char* kAttrOverlap = "overlap";
+inline constexpr const char* kAttrRecipe = "recipe";
+inline constexpr const char* kAttrFormat = "format";
+inline constexpr const char* kAttrEngine = "engine";
+inline constexpr const char* kAttrWarmupSteps = "warmup_steps";
+inline constexpr const char* kAttrParameters = "parameters";
+inline constexpr const char* kAttrRankFlop = "rank_flop_per_step";
+inline constexpr const char* kAttrTokensPerStep = "tokens_per_step";
+inline constexpr const char* kAttrMemoryBytes = "memory_budget_bytes";
+inline constexpr const char* kAttrMemoryDeviceBytes = "memory_device_bytes";
+inline constexpr const char* kAttrMemoryDevice = "memory_device";
+inline constexpr const char* kAttrMemoryItems = "memory_budget";
+}  // namespace training
+
+// /checkpoint and /linkscan get their descriptors with their phases.
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
 // verdict for files without it (aborted runs, files of older versions).

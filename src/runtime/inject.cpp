@@ -21,8 +21,8 @@ namespace {
 // silently.
 std::vector<std::string_view> planted_in(std::string_view kind) {
   if (kind == "corrupt") return {"collectives"};
-  if (kind == "sdc") return {"gemm"};
-  if (kind == "slow") return {"collectives", "gemm"};
+  if (kind == "sdc") return {"gemm", "train"};
+  if (kind == "slow") return {"collectives", "gemm", "train"};
   return {};
 }
 
@@ -34,8 +34,9 @@ namespace {
   throw UsageError(
       "--inject " + std::string(spec) + ": " + why +
       ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N][,factor=F] (kinds: stall (any phase), "
-      "fail (any phase), corrupt (collectives), sdc (gemm), slow (gemm: the timed GEMM takes F "
-      "times as long; collectives: the rank arrives late at each iteration); step=N: the N-th "
+      "fail (any phase), corrupt (collectives), sdc (gemm: one bit of the output; train: of the "
+      "reduced gradient), slow (gemm, train: each GEMM takes F times as long; collectives: the "
+      "rank arrives late at each iteration); step=N: the N-th "
       "measured step of the phase, for stall and sdc; factor=F > 1 for slow, default 2)");
 }
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <span>
-#include <cmath>
 #include <thread>
 
 #include "core/error.hpp"
@@ -44,7 +44,8 @@ std::vector<float> rms_norm(const std::vector<float>& x, std::int64_t rows, std:
   std::vector<float> y(x.size());
   for (std::int64_t r = 0; r < rows; ++r) {
     double sum = 0;
-    for (std::int64_t c = 0; c < cols; ++c) sum += static_cast<double>(x[r * cols + c] * x[r * cols + c]);
+    for (std::int64_t c = 0; c < cols; ++c)
+      sum += static_cast<double>(x[r * cols + c] * x[r * cols + c]);
     const auto inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(cols) + 1e-6));
     for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * inv;
   }
@@ -89,6 +90,8 @@ struct TrainStep::State {
   std::vector<fp8::Fp8Tensor> weights_t;  // per layer x Linear: W^T in FP8 (dgrad operand)
   std::vector<fp8::Fp8Tensor> weights;    // per layer x Linear: W in FP8 (forward operand)
   double tp_wait = 0;
+  double slow_factor = 1.0;  // this step's injected slowdown (StepFault)
+  double mark = 0;           // steady clock: compute began here (slow_down)
   int adam_step = 0;
 
   State(const StepConfig& c, GemmEngine& e, Comm& t, MPI_Comm d)
@@ -101,12 +104,11 @@ struct TrainStep::State {
     return role == kGrad ? fp8::backward_format(config.recipe) : fp8::forward_format(config.recipe);
   }
 
-  fp8::Fp8Tensor quantize(std::span<const float> v, std::int64_t rows, std::int64_t cols,
-                          int index, Role role) {
+  fp8::Fp8Tensor quantize(std::span<const float> v, std::int64_t rows, std::int64_t cols, int index,
+                          Role role) {
     const fp8::Format f = format(role);
-    const float scale = config.current_scaling
-                            ? fp8::current_scale({}, f, fp8::amax(v))
-                            : scaling[static_cast<std::size_t>(index)].scale;
+    const float scale = config.current_scaling ? fp8::current_scale({}, f, fp8::amax(v))
+                                               : scaling[static_cast<std::size_t>(index)].scale;
     fp8::Fp8Tensor t = fp8::quantize_tensor(v, rows, cols, f, scale);
     float& a = step_amax[static_cast<std::size_t>(index)];
     a = std::fmax(a, t.amax);
@@ -125,35 +127,53 @@ struct TrainStep::State {
     return engine.run(a, b, options).values;
   }
 
+  // slow_factor > 1 (the --inject slow self-test): all compute takes that many times longer, as
+  // on a slow GPU. Before each point where other ranks may wait for this one (a TP collective, a
+  // bucket posted, the end of forward and backward), the compute since the last such point is
+  // stretched by sleeping: its TP peers then wait in the TP collectives and its replicas for its
+  // buckets, and the sleep steals no CPU from ranks sharing its cores.
+  void slow_down() {
+    if (slow_factor <= 1.0) return;
+    const double now = steady_seconds();
+    std::this_thread::sleep_for(std::chrono::duration<double>((slow_factor - 1.0) * (now - mark)));
+  }
+  void resume() { mark = steady_seconds(); }  // compute starts (again) here
+
   void tp_all_reduce(std::vector<float>& v) {
     if (tp.size() == 1) return;
+    slow_down();
     const double t0 = steady_seconds();
     tp.run(CollectiveKind::kAllReduce, v.data(), v.data(), v.size(), DType::kFloat32,
            ReduceOp::kSum, 0);
     tp.synchronize();
     tp_wait += steady_seconds() - t0;
+    resume();
   }
 
   // Sequence parallelism: [T/t, h] shards of the activations between blocks, gathered to
   // [T, h] before a column-parallel GEMM and reduce-scattered back after a row-parallel one.
   std::vector<float> tp_all_gather(const std::vector<float>& rows) {
     if (tp.size() == 1) return rows;
+    slow_down();
     std::vector<float> full(rows.size() * static_cast<std::size_t>(tp.size()));
     const double t0 = steady_seconds();
     tp.run(CollectiveKind::kAllGather, rows.data(), full.data(), rows.size(), DType::kFloat32,
            ReduceOp::kSum, 0);
     tp.synchronize();
     tp_wait += steady_seconds() - t0;
+    resume();
     return full;
   }
   std::vector<float> tp_reduce_scatter(const std::vector<float>& full) {
     if (tp.size() == 1) return full;
+    slow_down();
     std::vector<float> mine(full.size() / static_cast<std::size_t>(tp.size()));
     const double t0 = steady_seconds();
-    tp.run(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size(),
-           DType::kFloat32, ReduceOp::kSum, 0);
+    tp.run(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size(), DType::kFloat32,
+           ReduceOp::kSum, 0);
     tp.synchronize();
     tp_wait += steady_seconds() - t0;
+    resume();
     return mine;
   }
   // Row-parallel output (partial sums): all-reduced, or reduce-scattered under SP.
@@ -191,8 +211,7 @@ struct TrainStep::State {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, si, si, di, alpha, q, li, k, li, 0.0f,
                     scores.data(), si);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, si, di, si, 1.0f, scores.data(), si,
-                    v, li, 0.0f, ctx.data() + b * s * q_cols + hh * d,
-                    static_cast<int>(q_cols));
+                    v, li, 0.0f, ctx.data() + b * s * q_cols + hh * d, static_cast<int>(q_cols));
       }
     }
   }
@@ -232,7 +251,11 @@ struct TrainStep::State {
 
   void tensor_done(int tensor) {
     const int b = plan_bucket[static_cast<std::size_t>(tensor)];
-    if (--bucket_pending[static_cast<std::size_t>(b)] == 0 && config.overlap) reducer->start(b);
+    if (--bucket_pending[static_cast<std::size_t>(b)] == 0 && config.overlap) {
+      slow_down();
+      reducer->start(b);
+      resume();
+    }
     if (config.overlap) reducer->progress();
   }
   std::vector<int> plan_bucket;
@@ -246,8 +269,9 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
     throw UsageError("train.sequence_parallel: tp must divide seq_len x micro_batch");
   }
   if (tp.memory() != MemoryKind::kHost) {
-    throw UsageError("train: the training step runs on host memory (collectives.backend: mpi) "
-                     "in this version");
+    throw UsageError(
+        "train: the training step runs on host memory (collectives.backend: mpi) "
+        "in this version");
   }
   if (tp.size() != config.parallel.tp) throw InternalError("TrainStep: tp group size mismatch");
   s.dp_size = comm_size(dp);
@@ -272,8 +296,9 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
   for (int l = 0; l < layers; ++l) {
     for (const LinearShape& lin : s.linears) sizes.push_back(lin.n * lin.k);
   }
-  plan_ = plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0, config.bucket_mb * 1024.0 * 1024.0,
-                       config.parallel.zero == 1 ? s.dp_size : 1);
+  plan_ =
+      plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0,
+                   config.bucket_mb * 1024.0 * 1024.0, config.parallel.zero == 1 ? s.dp_size : 1);
   s.plan_bucket = plan_.tensor_bucket;
   const auto total = static_cast<std::size_t>(plan_.total_padded);
   s.master.assign(total, 0.0f);
@@ -286,9 +311,8 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
     for (int j = 0; j < kLinears; ++j) {
       const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
       std::vector<float> w(static_cast<std::size_t>(lin.n * lin.k));
-      const std::uint64_t key =
-          config.seed ^ (static_cast<std::uint64_t>(l * kLinears + j) << 32) ^
-          (static_cast<std::uint64_t>(tp.rank()) << 48);
+      const std::uint64_t key = config.seed ^ (static_cast<std::uint64_t>(l * kLinears + j) << 32) ^
+                                (static_cast<std::uint64_t>(tp.rank()) << 48);
       fill_uniform(w, key, std::sqrt(3.0f / static_cast<float>(lin.k)));
       std::copy(w.begin(), w.end(),
                 s.master.begin() + plan_.tensor_offset[static_cast<std::size_t>(l * kLinears + j)]);
@@ -307,15 +331,19 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
   // core attention's scores and context, forward x 3 (the backward's recomputed scores are not
   // model FLOPs, as MFU counts them).
   double linear = 0;
-  for (const LinearShape& lin : s.linears) linear += 2.0 * static_cast<double>(s.tokens * lin.n * lin.k);
-  const double attention = 4.0 * static_cast<double>(s.tokens) * static_cast<double>(config.seq_len) *
+  for (const LinearShape& lin : s.linears)
+    linear += 2.0 * static_cast<double>(s.tokens * lin.n * lin.k);
+  const double attention = 4.0 * static_cast<double>(s.tokens) *
+                           static_cast<double>(config.seq_len) *
                            static_cast<double>(config.shape.hidden / config.parallel.tp);
   flops_ = 3.0 * (linear + attention) * layers;
 }
 
 TrainStep::~TrainStep() = default;
 
-std::int64_t TrainStep::tokens_per_step() const { return s_->tokens; }
+std::int64_t TrainStep::tokens_per_step() const {
+  return s_->tokens;
+}
 
 const std::vector<BucketTiming>& TrainStep::bucket_timings() const {
   return s_->reducer->timings();
@@ -330,6 +358,7 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   StepTimes times;
   const double t_start = steady_seconds();
   s.tp_wait = 0;
+  s.slow_factor = fault.slow_factor;
   std::fill(s.step_amax.begin(), s.step_amax.end(), 0.0f);
   std::fill(s.grads.begin(), s.grads.end(), 0.0f);
   s.bucket_pending.assign(plan_.buckets.size(), 0);
@@ -352,14 +381,16 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   const std::int64_t rows = sp ? T / c.parallel.tp : T;
   std::vector<float> x(static_cast<std::size_t>(T * m.hidden));
   // The batch: the same on the ranks of a TP group, different per replica and step.
-  fill_uniform(x, c.seed ^ 0xda7aull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
-                      static_cast<std::uint64_t>(step),
+  fill_uniform(x,
+               c.seed ^ 0xda7aull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
+                   static_cast<std::uint64_t>(step),
                1.0f);
   if (sp) {
     x.erase(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
     x.resize(static_cast<std::size_t>(rows * m.hidden));
   }
   const double t_fwd = steady_seconds();
+  s.resume();
   for (int l = 0; l < layers; ++l) {
     auto& in = s.inputs[static_cast<std::size_t>(l)];
     auto W = [&](int j) -> const fp8::Fp8Tensor& {
@@ -394,14 +425,17 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
     s.reduce_partial(z);
     for (std::size_t i = 0; i < z.size(); ++i) x[i] += z[i];  // residual
   }
+  s.slow_down();
   const double fwd_wait = s.tp_wait;
   times.fwd_s = steady_seconds() - t_fwd - fwd_wait;
 
   // ---- backward ----
   const double t_bwd = steady_seconds();
+  s.resume();
   std::vector<float> dy(static_cast<std::size_t>(T * m.hidden));
-  fill_uniform(dy, c.seed ^ 0x9ad1ull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
-                       static_cast<std::uint64_t>(step),
+  fill_uniform(dy,
+               c.seed ^ 0x9ad1ull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
+                   static_cast<std::uint64_t>(step),
                1e-2f);
   if (sp) {
     dy.erase(dy.begin(), dy.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
@@ -454,12 +488,8 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
       }
     }
   }
+  s.slow_down();
   const double bwd_wait = s.tp_wait - fwd_wait;
-  const double compute = steady_seconds() - t_bwd - bwd_wait + times.fwd_s;
-  if (fault.slow_factor > 1.0) {
-    const double extra = compute * (fault.slow_factor - 1.0);
-    std::this_thread::sleep_for(std::chrono::duration<double>(extra));
-  }
   times.backward_end_s = steady_seconds();
   times.bwd_s = times.backward_end_s - t_bwd - bwd_wait;
   times.tp_comm_s = s.tp_wait;
@@ -486,8 +516,8 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   if (fault.flip_gradient_bit && !zero) flip(largest(s.grads));
   if (s.tp.size() > 1) {
     const double t0 = steady_seconds();
-    s.tp.run(CollectiveKind::kAllReduce, s.step_amax.data(), s.step_amax.data(),
-             s.step_amax.size(), DType::kFloat32, ReduceOp::kMax, 0);
+    s.tp.run(CollectiveKind::kAllReduce, s.step_amax.data(), s.step_amax.data(), s.step_amax.size(),
+             DType::kFloat32, ReduceOp::kMax, 0);
     s.tp.synchronize();
     times.tp_comm_s += steady_seconds() - t0;
   }
@@ -551,4 +581,3 @@ bool TrainStep::scales_finite() const {
 }
 
 }  // namespace shakedown::train
-

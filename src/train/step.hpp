@@ -65,7 +65,7 @@ struct StepFault {
   // A silent data corruption: one bit of the reduced gradient (zero 0) or, under zero 1, of the
   // parameters after their all-gather (a corrupted shard would reach every replica alike).
   bool flip_gradient_bit = false;
-  double slow_factor = 1.0;        // compute takes this many times longer (sleeps the rest)
+  double slow_factor = 1.0;  // forward and backward compute take this many times longer (sleeps)
 };
 
 class TrainStep {

@@ -51,7 +51,7 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase=inventory,color=red", "unknown key 'color'"},
       {"stall:rank=1,phase", "'phase' is not key=value"},
       {"corrupt:rank=1,phase=inventory", "planted only in phase collectives"},
-      {"sdc:rank=1,phase=collectives", "planted only in phase gemm"},
+      {"sdc:rank=1,phase=collectives", "planted only in phase gemm or train"},
       {"slow:rank=1,phase=inventory", "planted only in phase collectives or gemm"},
       {"slow:rank=1,phase=gemm,factor=1", "factor must be a number > 1"},
       {"slow:rank=1,phase=gemm,factor=x", "factor must be a number > 1"},

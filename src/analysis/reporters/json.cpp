@@ -190,6 +190,45 @@ Json gemm_json(const GemmFindings& g) {
   return out;
 }
 
+Json train_json(const TrainFindings& t) {
+  if (!t.ran) return nullptr;
+  const TrainSummary& s = t.summary;
+  Json j;
+  j["layout"] = s.layout;
+  j["steps"] = s.steps;
+  j["step_ms"] = {{"median", number(s.step_med_ms)}, {"p95", number(s.step_p95_ms)}};
+  j["breakdown_ms"] = {{"fwd", number(s.fwd_ms)},
+                       {"bwd", number(s.bwd_ms)},
+                       {"tp_comm", number(s.tp_comm_ms)},
+                       {"dp_exposed", number(s.dp_exposed_ms)},
+                       {"dp_communication", number(s.dp_span_ms)},
+                       {"optim", number(s.optim_ms)}};
+  j["overlap"] = s.overlap;
+  j["dp"] = s.dp;
+  j["overlap_efficiency"] = s.dp > 1 ? number(s.overlap_efficiency) : Json(nullptr);
+  j["tokens_per_s"] = number(s.tokens_per_s);
+  j["tflops_per_rank"] = number(s.rank_tflops);
+  j["mfu"] = s.peak_tflops > 0 ? number(s.mfu) : Json(nullptr);
+  j["mfu_peak_tflops"] = s.peak_tflops > 0 ? number(s.peak_tflops) : Json(nullptr);
+  j["mfu_peak_source"] = s.peak_tflops > 0 ? Json(s.peak_source) : Json(nullptr);
+  j["slowest_rank"] = index_or_null(s.slowest_rank);
+  j["slowest_compute_ms"] = number(s.slowest_compute_ms);
+  j["waited_for_rank"] = index_or_null(s.waited_for_rank);
+  j["waited_for_steps"] = s.waited_for_steps;
+  j["waited_for_ms"] = number(s.waited_for_ms);
+  j["memory_budget_GiB"] = number(s.memory_gib);
+  if (s.gpu_hour_usd > 0) {
+    j["cost"] = {{"gpu_hour_usd", number(s.gpu_hour_usd)},
+                 {"gpus", s.world},
+                 {"usd_per_step", number(s.usd_per_step)},
+                 {"usd_per_million_tokens", number(s.usd_per_million_tokens)}};
+  } else {
+    j["cost"] = nullptr;
+  }
+  j["notes"] = t.notes;
+  return j;
+}
+
 }  // namespace
 
 std::string format_json(const RunFile& file, const RunAnalysis& a) {
@@ -215,6 +254,7 @@ std::string format_json(const RunFile& file, const RunAnalysis& a) {
   report["checks"] = std::move(checks);
   report["collectives"] = collectives_json(file, a);
   report["gemm"] = gemm_json(a.gemm);
+  report["train"] = train_json(a.train);
   Json drain = Json::array();
   for (const DrainEntry& e : drain_list(v.findings)) {
     drain.push_back({{"host", e.host},

@@ -218,6 +218,9 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
   if (std::string g = format_gemm(a.gemm, detail); !g.empty()) {
     os << "\ngemm (engine " << a.gemm.engine << "; TFLOP/s over ranks' median iterations)\n" << g;
   }
+  if (std::string t = format_train(a.train, a.facts, detail); !t.empty()) {
+    os << '\n' << train_title(a.train) << '\n' << t;
+  }
   os << "\nchecks" << (v.stored ? "" : " (recomputed from the measurements)") << '\n';
   format_checks_block(v, detail, os);
   if (const auto drain = drain_list(v.findings); !drain.empty()) {

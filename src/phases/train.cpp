@@ -1,0 +1,240 @@
+// The train phase: synthetic FP8 training steps of a tensor- and data-parallel transformer
+// (train/step.hpp) on every rank. TP groups are consecutive ranks of a node (its node
+// communicator split by local_rank / tp); a DP group is the ranks with one TP index across the
+// world. Each measured step records every rank's breakdown, its clock-aligned arrival at the DP
+// reduction, its bucket timings and the hash of its parameters; rank 0 writes /train once, after
+// the last step. The analysis (analysis/train_report.hpp) judges replicas, stragglers, lateness
+// and MFU from the file alone.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "comm/mpi_comm.hpp"
+#include "core/error.hpp"
+#include "fp8/scaling.hpp"
+#include "gemm/engine.hpp"
+#include "phases/gpu.hpp"
+#include "phases/phase.hpp"
+#include "record/gather.hpp"
+#include "record/schema.hpp"
+#include "record/train_rows.hpp"
+#include "runtime/agree.hpp"
+#include "runtime/progress.hpp"
+#include "topology/discovery.hpp"
+#include "train/memory.hpp"
+#include "train/model.hpp"
+#include "train/step.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// The step's configuration from `train:` and the checked layout.
+train::StepConfig step_config(const TrainConfig& cfg, const train::ModelShape& shape,
+                              const train::Parallel& parallel) {
+  train::StepConfig c;
+  c.shape = shape;
+  c.parallel = parallel;
+  c.micro_batch = cfg.micro_batch;
+  c.seq_len = cfg.seq_len;
+  c.recipe = fp8::parse_recipe(cfg.format);
+  c.current_scaling = cfg.recipe == "current";
+  c.delayed.history_len = cfg.amax_history_len;
+  c.delayed.algo = fp8::parse_amax_algo(cfg.amax_compute_algo);
+  c.delayed.margin = cfg.margin;
+  c.overlap = cfg.overlap;
+  c.bucket_mb = cfg.bucket_mb;
+  return c;
+}
+
+// The budget `shakedown plan` would print for this config, against rank 0's GPU when it has one.
+void memory_budget(const Context& ctx, const TrainConfig& cfg, const train::ModelShape& shape,
+                   const train::Parallel& parallel, TrainRecord& rec) {
+  double device_bytes = 0;
+  const GpuChoice gpu = choose_gpu(ctx);
+  if (gpu.device >= 0) {
+    for (const GpuInfo& g : cuda_devices().gpus) {
+      if (g.index == gpu.device) {
+        device_bytes = static_cast<double>(g.memory_bytes);
+        rec.memory_device = g.name;
+      }
+    }
+  }
+  train::TrainingRequest req;
+  req.shape = shape;
+  req.parallel = parallel;
+  req.micro_batch = cfg.micro_batch;
+  req.seq_len = cfg.seq_len;
+  req.recompute = train::Recompute::kNone;  // the step keeps every activation
+  req.bucket_mb = cfg.bucket_mb;
+  const train::MemoryBudget b = train::training_budget(req, device_bytes);
+  rec.memory_bytes = b.total_bytes;
+  rec.memory_device_bytes = device_bytes;
+  std::ostringstream items;
+  for (const train::MemoryItem& item : b.items) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s %.3f GiB (%s)\n", item.name.c_str(),
+                  item.bytes / double(1ull << 30), item.basis.c_str());
+    items << line;
+  }
+  rec.memory_items = items.str();
+}
+
+// This rank's samples, one per measured step.
+struct Samples {
+  std::vector<double> step_ms, fwd, bwd, tp, exposed, span, optim, arrival, zero_share;
+  std::vector<std::uint64_t> hash;
+  std::vector<double> bucket_start, bucket_end;  // [steps, buckets]
+
+  void add(const train::StepTimes& t, const train::TrainStep& ran, double offset_us) {
+    step_ms.push_back(t.step_s * 1e3);
+    fwd.push_back(t.fwd_s * 1e3);
+    bwd.push_back(t.bwd_s * 1e3);
+    tp.push_back(t.tp_comm_s * 1e3);
+    exposed.push_back(t.dp_exposed_s * 1e3);
+    span.push_back(t.dp_span_s * 1e3);
+    optim.push_back(t.optim_s * 1e3);
+    arrival.push_back(t.backward_end_s * 1e6 - offset_us);  // on rank 0's clock
+    zero_share.push_back(ran.zero_gradient_share());
+    hash.push_back(ran.parameter_hash());
+    const auto& timings = ran.bucket_timings();
+    for (std::size_t b = 0; b < ran.buckets().buckets.size(); ++b) {
+      const bool seen = b < timings.size();
+      bucket_start.push_back(seen ? timings[b].start_s * 1e6 - offset_us : std::nan(""));
+      bucket_end.push_back(seen ? timings[b].end_s * 1e6 - offset_us : std::nan(""));
+    }
+  }
+};
+
+}  // namespace
+
+void run_train(PhaseEnv& env) {
+  const TrainConfig& cfg = env.config.train;
+  const Context& ctx = env.ctx;
+  env.watchdog.step("train: layout");
+  // The config and the layout are the same on every rank, so are these errors: reported once.
+  const train::ModelShape shape = agreed(ctx.world(), [&] { return train::model_shape(cfg); });
+  const train::Parallel parallel = agreed(ctx.world(), [&] {
+    return train::check_parallel(
+        shape, cfg,
+        train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/false, /*known=*/true});
+  });
+  refuse_unreachable_steps(env, "train", cfg.steps, "one per measured training step");
+  const int tp = parallel.tp;
+  // TP inside the node: consecutive local ranks; DP: one TP index across the world.
+  CommHandle tp_comm = comm_split(ctx.node(), ctx.local_rank() / tp, ctx.local_rank());
+  CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, ctx.rank());
+  MpiComm tp_group(tp_comm.get());
+
+  // The step runs on host memory through the CPU engine: its GPU path (cuBLASLt + NCCL on
+  // device buffers) is not in this version, and the phase says so in /train's engine attribute.
+  const GemmConfig& gemm = env.config.gemm;
+  std::unique_ptr<GemmEngine> engine = agreed(ctx.world(), [&] {
+    return make_cpu_gemm_engine(gemm.threads > 0 ? gemm.threads : default_gemm_threads(ctx));
+  });
+  env.watchdog.step("train: allocate");
+  std::unique_ptr<train::TrainStep> step = agreed(ctx.world(), [&] {
+    return std::make_unique<train::TrainStep>(step_config(cfg, shape, parallel), *engine, tp_group,
+                                              dp_comm.get());
+  });
+
+  const auto slow = env.faults.find("slow", ctx.rank(), "train");
+  const auto sdc = env.faults.find("sdc", ctx.rank(), "train");
+  train::StepFault fault;
+  if (slow) fault.slow_factor = slow->factor;
+  for (int i = 0; i < cfg.warmup_steps; ++i) {
+    env.watchdog.step("train warm-up step " + std::to_string(i + 1), env.config.timeouts.phase_s);
+    step->run(-1 - i, fault);
+  }
+  Progress progress("train", cfg.steps, env.progress);
+  Samples mine;
+  for (int n = 1; n <= cfg.steps; ++n) {
+    Watchdog::StepPlan plan;
+    plan.total = 1;
+    begin_measured_step(env, "train", n, "train step " + std::to_string(n), progress, plan);
+    train::StepFault f = fault;
+    if (sdc && (sdc->step == 0 || sdc->step == n)) {
+      std::fprintf(stderr, "shakedown: inject: %s flips one bit of its %s in train step %d\n",
+                   ctx.describe_rank(ctx.rank()).c_str(),
+                   parallel.zero == 1 ? "parameters after their all-gather" : "reduced gradient",
+                   n);
+      f.flip_gradient_bit = true;
+    }
+    const train::StepTimes t = step->run(n, f);
+    env.watchdog.progress().store(1, std::memory_order_relaxed);
+    mine.add(t, *step, ctx.clock_offset_us());
+  }
+
+  env.watchdog.step("train: gather");
+  MPI_Comm world = ctx.world();
+  TrainRecord rec;
+  rec.steps = static_cast<std::uint64_t>(cfg.steps);
+  rec.buckets = step->buckets().buckets.size();
+  rec.world = static_cast<std::uint64_t>(ctx.world_size());
+  auto gather = [&](const std::vector<double>& v) {
+    return gather_rows<double>(world, 0, std::span<const double>(v));
+  };
+  rec.step_ms = gather(mine.step_ms);
+  rec.fwd_ms = gather(mine.fwd);
+  rec.bwd_ms = gather(mine.bwd);
+  rec.tp_comm_ms = gather(mine.tp);
+  rec.dp_exposed_ms = gather(mine.exposed);
+  rec.dp_span_ms = gather(mine.span);
+  rec.optim_ms = gather(mine.optim);
+  rec.dp_arrival_us = gather(mine.arrival);
+  rec.zero_grad_share = gather(mine.zero_share);
+  rec.bucket_start_us = gather(mine.bucket_start);
+  rec.bucket_end_us = gather(mine.bucket_end);
+  rec.param_hash = gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(mine.hash));
+  const std::int64_t place[3] = {ctx.local_rank() % tp, comm_rank(dp_comm.get()),
+                                 step->scales_finite() ? 1 : 0};
+  std::vector<std::int64_t> places(ctx.is_root() ? 3 * rec.world : 0);
+  SD_MPI_CHECK(MPI_Gather(place, 3, MPI_INT64_T, places.data(), 3, MPI_INT64_T, 0, world));
+  if (!ctx.is_root()) return;
+
+  for (std::uint64_t r = 0; r < rec.world; ++r) {
+    rec.tp_rank.push_back(places[3 * r]);
+    rec.dp_rank.push_back(places[3 * r + 1]);
+    rec.scales_finite.push_back(places[3 * r + 2]);
+  }
+  // Times after each step's earliest arrival at the DP reduction (who the others waited for).
+  const std::size_t w = rec.world, nb = rec.buckets;
+  for (std::size_t s = 0; s < rec.steps; ++s) {
+    const double* a = &rec.dp_arrival_us[s * w];
+    const double base = *std::min_element(a, a + w);
+    for (std::size_t r = 0; r < w; ++r) rec.dp_arrival_us[s * w + r] -= base;
+    for (std::size_t i = s * nb * w; i < (s + 1) * nb * w; ++i) {
+      rec.bucket_start_us[i] -= base;
+      rec.bucket_end_us[i] -= base;
+    }
+  }
+  for (const train::Bucket& b : step->buckets().buckets) {
+    rec.bucket_bytes.push_back(b.elements * static_cast<std::int64_t>(sizeof(float)));
+  }
+  rec.model = shape.name;
+  rec.mlp = shape.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu";
+  rec.recipe = cfg.recipe;
+  rec.format = cfg.format;
+  rec.engine = engine->name();
+  rec.layers = shape.layers;
+  rec.hidden = shape.hidden;
+  rec.ffn_hidden = shape.ffn_hidden;
+  rec.heads = shape.heads;
+  rec.kv_heads = shape.kv_heads;
+  rec.seq_len = cfg.seq_len;
+  rec.micro_batch = cfg.micro_batch;
+  rec.tp = parallel.tp;
+  rec.dp = parallel.dp;
+  rec.zero = parallel.zero;
+  rec.sequence_parallel = parallel.sequence_parallel;
+  rec.overlap = cfg.overlap;
+  rec.warmup_steps = cfg.warmup_steps;
+  rec.parameters = train::parameter_count(shape);
+  rec.rank_flop = step->flops_per_step();
+  rec.tokens_per_step = step->tokens_per_step() * parallel.dp;
+  memory_budget(ctx, cfg, shape, parallel, rec);
+  env.recorder.write([&](RunWriter& writer) { write_train(writer, rec); });
+}
+
+}  // namespace shakedown

@@ -32,6 +32,10 @@ CheckStatus below_expected(const RunFacts& facts, double ratio, double fraction)
   return facts.oversubscribed && ratio >= 0.5 * fraction ? CheckStatus::kWarn : CheckStatus::kFail;
 }
 
+CheckStatus straggler_status(const RunFacts& facts, double excess) {
+  return excess >= 0.5 && !facts.oversubscribed ? CheckStatus::kFail : CheckStatus::kWarn;
+}
+
 std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction) {
   if (!facts.oversubscribed) return "";
   return below_expected(facts, ratio, fraction) == CheckStatus::kWarn

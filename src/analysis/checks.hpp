@@ -28,6 +28,11 @@ CheckStatus below_expected(const RunFacts& facts, double ratio, double fraction)
 // What below_expected() adds to a message on shared cores ("" elsewhere).
 std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction);
 
+// A compute straggler `excess` slower than the others (0.5: half again as slow): FAIL, worth
+// draining, on cores of its own; a WARN when less slow, or on shared cores where the OS
+// scheduler, not the hardware, may be the cause.
+CheckStatus straggler_status(const RunFacts& facts, double excess);
+
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.
 Finding not_recorded(const RunFacts& facts, const std::string& phase);

@@ -344,15 +344,12 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   }
   const StragglerLimits straggler_limits{facts.straggler_slowdown(), limits.straggler_z, 0.01};
   for (const StragglerEvidence& e : find_stragglers(straggler_cases, straggler_limits)) {
-    // A rank half again as slow, on cores of its own, is worth draining; on shared cores or
-    // less slow it is a warning.
-    const bool severe = e.excess >= 0.5 && !facts.oversubscribed;
-    Finding f = about_rank(
-        "gemm.stragglers", severe ? CheckStatus::kFail : CheckStatus::kWarn, e.rank,
-        rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
-            "% slower than the other ranks in " + std::to_string(e.flagged) + "/" +
-            std::to_string(e.compared) + " GEMM shapes (" + join(e.cases, ", ") + "), p " +
-            (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)));
+    Finding f = about_rank("gemm.stragglers", straggler_status(facts, e.excess), e.rank,
+                           rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
+                               "% slower than the other ranks in " + std::to_string(e.flagged) +
+                               "/" + std::to_string(e.compared) + " GEMM shapes (" +
+                               join(e.cases, ", ") + "), p " +
+                               (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)));
     f.value = e.excess;
     f.expected = facts.straggler_slowdown();
     f.unit = "fraction slower";

@@ -52,8 +52,11 @@ TrainData read_train(const RunFile& f) {
   const std::string g = schema::kTrainGroup;
   std::vector<std::uint64_t> dims;
   d.step = f.read(g, t::kStepMs, &dims);
-  d.steps = dims.at(0);
-  d.world = dims.at(1);
+  if (dims.size() != 2 || dims[1] == 0) {
+    throw RuntimeFault("/train/step_ms: not [steps, world] (a damaged file)");
+  }
+  d.steps = dims[0];
+  d.world = dims[1];
   d.fwd = f.read(g, t::kFwdMs);
   d.bwd = f.read(g, t::kBwdMs);
   d.tp = f.read(g, t::kTpCommMs);
@@ -120,15 +123,12 @@ std::string cannot_judge(std::size_t cases, std::size_t steps, std::size_t membe
          " (not judged); run train.steps >= " + std::to_string(need);
 }
 
-// Ranks of one TP group (consecutive ranks of a node sharing tp_rank 0..tp-1): keyed by the
-// group's first rank. The ranks of one DP group share a tp_rank.
-std::map<int, std::vector<int>> tp_groups(const TrainData& d) {
-  std::map<int, std::vector<int>> groups;
-  int leader = 0;
-  for (std::size_t r = 0; r < d.world; ++r) {
-    if (d.tp_rank[r] == 0) leader = static_cast<int>(r);
-    groups[leader].push_back(static_cast<int>(r));
-  }
+// The ranks of each TP group, keyed by the group's index: the phase numbers a DP group by TP
+// group, so the ranks of one TP group share their dp_rank (whatever the rank numbering across
+// nodes). The ranks of one DP group share a tp_rank.
+std::map<std::int64_t, std::vector<int>> tp_groups(const TrainData& d) {
+  std::map<std::int64_t, std::vector<int>> groups;
+  for (std::size_t r = 0; r < d.world; ++r) groups[d.dp_rank[r]].push_back(static_cast<int>(r));
   return groups;
 }
 
@@ -136,6 +136,13 @@ std::string rank_list(const std::vector<int>& ranks) {
   std::vector<std::string> names;
   for (int r : ranks) names.push_back(std::to_string(r));
   return (ranks.size() == 1 ? "rank " : "ranks ") + join(names, ",");
+}
+
+// "from measured step 3 on", "in measured step 3", "in measured steps 3-5" (0-based in).
+std::string steps_text(std::size_t first, std::size_t last, std::size_t steps) {
+  const std::string a = std::to_string(first + 1), b = std::to_string(last + 1);
+  if (last + 1 == steps && first < last) return "from measured step " + a + " on";
+  return first == last ? "in measured step " + a : "in measured steps " + a + "-" + b;
 }
 
 // train.replicas: per DP group and step, the majority hash; ranks off it from some step on.
@@ -147,8 +154,9 @@ std::vector<Finding> replica_checks(const TrainData& d, const RunFacts& facts) {
   for (const auto& [tp_index, members] : dp_groups) {
     if (members.size() < 2) continue;
     ++compared;
-    std::map<int, std::size_t> first_off;  // suspect -> first step it was off the majority
-    std::size_t undetermined_step = d.steps;
+    // suspect -> the first and last step it was off the majority
+    std::map<int, std::pair<std::size_t, std::size_t>> off;
+    std::size_t undetermined_first = d.steps, undetermined_last = 0;
     for (std::size_t s = 0; s < d.steps; ++s) {
       std::map<std::uint64_t, std::size_t> count;
       for (int r : members) ++count[d.hash[s * d.world + static_cast<std::size_t>(r)]];
@@ -156,33 +164,36 @@ std::vector<Finding> replica_checks(const TrainData& d, const RunFacts& facts) {
       const auto best = std::max_element(count.begin(), count.end(),
                                          [](auto& a, auto& b) { return a.second < b.second; });
       if (2 * best->second <= members.size()) {
-        undetermined_step = std::min(undetermined_step, s);
+        undetermined_first = std::min(undetermined_first, s);
+        undetermined_last = s;
         continue;
       }
       for (int r : members) {
         if (d.hash[s * d.world + static_cast<std::size_t>(r)] != best->first) {
-          first_off.emplace(r, s);
+          auto [it, fresh] = off.emplace(r, std::pair{s, s});
+          if (!fresh) it->second.second = s;
         }
       }
     }
-    for (const auto& [r, s] : first_off) {
+    for (const auto& [r, span] : off) {
       Finding f = rank_finding(facts, "train.replicas", CheckStatus::kFail, r);
       f.corruption = 1;
       f.message = facts.rank_name(r) + ": its parameters differ from the majority of its " +
                   std::to_string(members.size()) + " data-parallel replicas (" +
-                  rank_list(members) + ") from measured step " + std::to_string(s + 1) +
-                  " on: silent data corruption or a desynchronised replica suspected";
+                  rank_list(members) + ") " + steps_text(span.first, span.second, d.steps) +
+                  ": silent data corruption or a desynchronised replica suspected";
+      const std::size_t s = span.first;
       f.evidence = "xxh3 of the fp32 master weights after each step";
       f.value = static_cast<double>(s + 1);
       f.unit = "first differing step";
       out.push_back(f);
     }
-    if (undetermined_step < d.steps && first_off.empty()) {
+    if (undetermined_first < d.steps) {
       Finding f = run_finding(
           "train.replicas", CheckStatus::kFail,
-          "the parameters of the data-parallel replicas " + rank_list(members) +
-              " differ from measured step " + std::to_string(undetermined_step + 1) +
-              " on and no majority says which is wrong: silent data corruption or a "
+          "the parameters of the data-parallel replicas " + rank_list(members) + " differ " +
+              steps_text(undetermined_first, undetermined_last, d.steps) +
+              " and no majority says which is wrong: silent data corruption or a "
               "desynchronised replica on at least one of them (with dp >= 3 the odd one out is "
               "named)");
       f.subject_kind = "ranks";
@@ -224,9 +235,13 @@ std::vector<Finding> numeric_checks(const TrainData& d, const RunFacts& facts) {
       out.push_back(f);
     } else if (!(worst <= kMaxZeroGradShare)) {
       Finding f = rank_finding(facts, "train.numerics", CheckStatus::kFail, rank);
-      f.message = facts.rank_name(rank) + ": " + fixed_text(100 * worst, 1) +
-                  "% of its gradients are exactly 0 in some step: FP8 underflow wiped out "
-                  "layers (scales, margin or the input range)";
+      f.message = std::isnan(worst)
+                      ? facts.rank_name(rank) +
+                            ": its share of zero gradients is missing (NaN) in some step: not "
+                            "recorded, so gradient underflow cannot be ruled out"
+                      : facts.rank_name(rank) + ": " + fixed_text(100 * worst, 1) +
+                            "% of its gradients are exactly 0 in some step: FP8 underflow "
+                            "wiped out layers (scales, margin or the input range)";
       f.value = worst;
       f.expected = kMaxZeroGradShare;
       f.unit = "fraction zero";
@@ -242,6 +257,14 @@ std::vector<Finding> numeric_checks(const TrainData& d, const RunFacts& facts) {
   return out;
 }
 
+// "the last to arrive was most often rank 3 on node-b (7/10 steps, median 12.0 ms after the
+// first)": who the others waited for at the DP reduction.
+std::string last_arrival_text(const TrainSummary& s, const RunFacts& facts) {
+  return "the last to arrive was most often " + facts.rank_name(s.waited_for_rank) + " (" +
+         std::to_string(s.waited_for_steps) + "/" + std::to_string(s.steps) + " steps, median " +
+         ms_text(s.waited_for_ms) + " after the first)";
+}
+
 }  // namespace
 
 TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const GemmFindings& gemm) {
@@ -254,7 +277,11 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   TrainData d;
   try {
     d = read_train(file);
-  } catch (const Error& e) {
+    if (!facts.ranks.empty() && facts.ranks.size() != d.world) {
+      throw RuntimeFault("/train holds " + std::to_string(d.world) + " ranks, the run " +
+                         std::to_string(facts.ranks.size()) + " (a damaged file)");
+    }
+  } catch (const std::exception& e) {
     Finding f = run_finding("train.coverage", CheckStatus::kFail,
                             std::string("/train unreadable: ") + e.what());
     out.findings.push_back(f);
@@ -355,7 +382,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       }
     }
   }
-  if (sum.peak_tflops > 0) sum.mfu = sum.rank_tflops / sum.peak_tflops;
+  sum.mfu = sum.peak_tflops > 0 ? sum.rank_tflops / sum.peak_tflops
+                                : std::numeric_limits<double>::quiet_NaN();
   sum.gpu_hour_usd = facts.config.cost.gpu_hour_usd;
   if (sum.gpu_hour_usd > 0) {
     sum.usd_per_step =
@@ -380,9 +408,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   std::vector<int> slow_ranks;
   for (const StragglerEvidence& e : slow) {
     slow_ranks.push_back(e.rank);
-    const bool severe = e.excess >= 0.5 && !facts.oversubscribed;
-    Finding f = rank_finding(facts, "train.stragglers",
-                             severe ? CheckStatus::kFail : CheckStatus::kWarn, e.rank);
+    Finding f = rank_finding(facts, "train.stragglers", straggler_status(facts, e.excess), e.rank);
     f.message = facts.rank_name(e.rank) + ": its compute is " + fixed_text(100 * e.excess, 0) +
                 "% slower than the other ranks' in " + std::to_string(e.flagged) + "/" +
                 std::to_string(e.compared) + " (" + join(e.cases, ", ") + "), p " + p_text(e.p) +
@@ -422,11 +448,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   // for is the compute straggler: said, rather than passed.
   auto waited_for_culprit = [&] {
     Finding f = rank_finding(facts, "train.dp_arrival", CheckStatus::kWarn, sum.waited_for_rank);
-    f.message = "the others waited at the DP reduction for " +
-                facts.rank_name(sum.waited_for_rank) + " in " +
-                std::to_string(sum.waited_for_steps) + "/" + std::to_string(d.steps) +
-                " steps (median " + ms_text(sum.waited_for_ms) +
-                " after the first): its slow compute (train.stragglers)";
+    f.message = last_arrival_text(sum, facts) +
+                " at the DP reduction: its slow compute (train.stragglers) holds the others back";
     f.value = sum.waited_for_ms;
     f.unit = "ms late";
     f.evidence = std::to_string(d.steps) + " steps on aligned clocks";
@@ -461,10 +484,11 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       Finding f;
       if (culprit >= 0) {
         f = rank_finding(facts, "train.dp_arrival", CheckStatus::kWarn, culprit);
-        f.message = "the other replicas wait " + ms_text(late_ms) +
-                    " per step (median) at the DP reduction for " + rank_list(ranks) +
-                    ": its slow compute (train.stragglers) holds back " + facts.rank_name(culprit) +
-                    (ranks.size() > 1 ? " and its TP group" : "");
+        f.message = rank_list(ranks) + " reach the DP reduction " + ms_text(late_ms) +
+                    " after the earliest per step (median): the slow compute of " +
+                    facts.rank_name(culprit) + " (train.stragglers) holds back" +
+                    (ranks.size() > 1 ? " its TP group" : " its replica") +
+                    ", and every replica waits for it";
       } else {
         f = run_finding("train.dp_arrival", CheckStatus::kWarn,
                         rank_list(ranks) + " reach the DP reduction " + ms_text(late_ms) +
@@ -485,10 +509,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       out.findings.push_back(run_finding(
           "train.dp_arrival", CheckStatus::kPass,
           "no TP group consistently late at the DP reduction (" + std::to_string(members.size()) +
-              " groups, " + std::to_string(d.steps) +
-              " steps); the last to arrive was most often " + facts.rank_name(sum.waited_for_rank) +
-              " (" + std::to_string(sum.waited_for_steps) + "/" + std::to_string(d.steps) +
-              " steps, median " + ms_text(sum.waited_for_ms) + " after the first)"));
+              " groups, " + std::to_string(d.steps) + " steps); " + last_arrival_text(sum, facts)));
     }
   } else if (groups.size() >= 2 && culprit_waited_for) {
     out.findings.push_back(waited_for_culprit());
@@ -498,11 +519,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
                                        "reduction"));
   } else {
     out.findings.push_back(run_finding("train.dp_arrival", CheckStatus::kSkip,
-                                       late_unjudged + "; the last to arrive was most often " +
-                                           facts.rank_name(sum.waited_for_rank) + " (" +
-                                           std::to_string(sum.waited_for_steps) + "/" +
-                                           std::to_string(d.steps) + " steps, median " +
-                                           ms_text(sum.waited_for_ms) + " after the first)"));
+                                       late_unjudged + "; " + last_arrival_text(sum, facts)));
   }
 
   // MFU: judged only where the platform's figure applies (the step on its GPUs).
@@ -515,8 +532,16 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     mfu.message = achieved + " = " + fixed_text(100 * sum.mfu, 1) + "% of " + sum.peak_source +
                   "; not judged: no platform gives a training MFU figure";
   } else {
-    mfu.message = achieved + "; no peak to compare with: no platform figure for the " + d.engine +
-                  " engine and no gemm phase on it (add gemm to phases)";
+    std::string why;
+    if (!gemm.ran) {
+      why = "no gemm phase in this run to measure one (add gemm to phases)";
+    } else if (gemm.engine != d.engine) {
+      why = "the gemm phase ran on the " + gemm.engine + " engine, the step on " + d.engine;
+    } else {
+      why = "the gemm phase measured no shape";
+    }
+    mfu.message = achieved + "; no peak to compare with: " +
+                  (d.engine == "cpu" ? "no platform figure for the cpu engine, and " : "") + why;
   }
   out.findings.push_back(mfu);
 
@@ -571,18 +596,13 @@ std::string format_train(const TrainFindings& tf, const RunFacts& facts, bool ex
   }
   os << "  slowest compute: " << facts.rank_name(s.slowest_rank) << " "
      << ms_text(s.slowest_compute_ms);
-  if (s.world > 1) {
-    os << "; the others waited most often for " << facts.rank_name(s.waited_for_rank) << " ("
-       << s.waited_for_steps << "/" << s.steps << " steps, " << ms_text(s.waited_for_ms)
-       << " after the first)";
-  }
+  if (s.dp > 1) os << "; at the DP reduction " << last_arrival_text(s, facts);
   os << '\n';
   if (s.gpu_hour_usd > 0) {
     os << "  cost: $" << general_text(s.usd_per_step, 3) << " per step, $"
        << general_text(s.usd_per_million_tokens, 3) << " per million tokens (" << s.world
        << " GPUs at $" << general_text(s.gpu_hour_usd, 4) << "/GPU-hour)\n";
   }
-  for (const auto& n : tf.notes) os << "  ! " << n << '\n';
   return os.str();
 }
 

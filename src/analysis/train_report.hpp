@@ -34,8 +34,8 @@ struct TrainSummary {
   double rank_tflops = 0;   // median over ranks of model FLOPs / step time
   double peak_tflops = 0;   // what MFU is against (0: nothing to compare with)
   std::string peak_source;  // "h100-sxm's FP8 figure", "the gemm phase's best shape"
-  double mfu = 0;
-  int slowest_rank = -1;  // largest median compute
+  double mfu = 0;           // NaN when there is no peak
+  int slowest_rank = -1;    // largest median compute
   double slowest_compute_ms = 0;
   int waited_for_rank = -1;  // most often the last to reach the DP reduction
   int waited_for_steps = 0;  // in this many steps
@@ -49,7 +49,6 @@ struct TrainFindings {
   bool ran = false;  // the file has /train
   TrainSummary summary;
   std::vector<Finding> findings;
-  std::vector<std::string> notes;
 };
 
 // Reads /train once; nothing when the config did not ask for train. `gemm` (already read) gives

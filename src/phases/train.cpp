@@ -122,9 +122,13 @@ void run_train(PhaseEnv& env) {
   });
   refuse_unreachable_steps(env, "train", cfg.steps, "one per measured training step");
   const int tp = parallel.tp;
-  // TP inside the node: consecutive local ranks; DP: one TP index across the world.
+  // TP inside the node: consecutive local ranks; DP: one TP index across the world, ordered by
+  // TP group (node, then group in the node), so a rank's dp_rank is its TP group's index and the
+  // ranks of one TP group share it (and the batch seed), however ranks are numbered across nodes.
   CommHandle tp_comm = comm_split(ctx.node(), ctx.local_rank() / tp, ctx.local_rank());
-  CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, ctx.rank());
+  const int tp_group_index =
+      tp == 1 ? ctx.rank() : ctx.node_index() * (ctx.ranks_per_node() / tp) + ctx.local_rank() / tp;
+  CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, tp_group_index);
   MpiComm tp_group(tp_comm.get());
 
   // The step runs on host memory through the CPU engine: its GPU path (cuBLASLt + NCCL on
@@ -230,7 +234,7 @@ void run_train(PhaseEnv& env) {
   rec.sequence_parallel = parallel.sequence_parallel;
   rec.overlap = cfg.overlap;
   rec.warmup_steps = cfg.warmup_steps;
-  rec.parameters = train::parameter_count(shape);
+  rec.parameters = static_cast<std::int64_t>(train::parameter_count(shape));
   rec.rank_flop = step->flops_per_step();
   rec.tokens_per_step = step->tokens_per_step() * parallel.dp;
   memory_budget(ctx, cfg, shape, parallel, rec);

@@ -15,8 +15,8 @@ struct TrainRecord {
   std::int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0;
   std::int64_t seq_len = 0, micro_batch = 0, tp = 1, dp = 1, zero = 0, warmup_steps = 0;
   bool sequence_parallel = false, overlap = true;
-  std::uint64_t parameters = 0;
-  double rank_flop = 0;  // one rank's model FLOPs per step
+  std::int64_t parameters = 0;  // int64, as the schema declares it
+  double rank_flop = 0;         // one rank's model FLOPs per step
   std::int64_t tokens_per_step = 0;
   // The memory budget of this config on one GPU (train/memory.hpp).
   double memory_bytes = 0, memory_device_bytes = 0;

@@ -35,8 +35,9 @@ namespace {
       "--inject " + std::string(spec) + ": " + why +
       ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N][,factor=F] (kinds: stall (any phase), "
       "fail (any phase), corrupt (collectives), sdc (gemm: one bit of the output; train: of the "
-      "reduced gradient), slow (gemm, train: each GEMM takes F times as long; collectives: the "
-      "rank arrives late at each iteration); step=N: the N-th "
+      "reduced gradient, or with train.zero 1 of the parameters after the all-gather), slow "
+      "(gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
+      "collectives: the rank arrives late at each iteration); step=N: the N-th "
       "measured step of the phase, for stall and sdc; factor=F > 1 for slow, default 2)");
 }
 

@@ -139,41 +139,34 @@ struct TrainStep::State {
   }
   void resume() { mark = steady_seconds(); }  // compute starts (again) here
 
-  void tp_all_reduce(std::vector<float>& v) {
-    if (tp.size() == 1) return;
+  // One TP collective, blocking: its time is TP wait, and the compute before it is stretched
+  // under an injected slowdown.
+  void timed_tp(CollectiveKind kind, const float* in, float* out, std::size_t count) {
     slow_down();
     const double t0 = steady_seconds();
-    tp.run(CollectiveKind::kAllReduce, v.data(), v.data(), v.size(), DType::kFloat32,
-           ReduceOp::kSum, 0);
+    tp.run(kind, in, out, count, DType::kFloat32, ReduceOp::kSum, 0);
     tp.synchronize();
     tp_wait += steady_seconds() - t0;
     resume();
+  }
+
+  void tp_all_reduce(std::vector<float>& v) {
+    if (tp.size() == 1) return;
+    timed_tp(CollectiveKind::kAllReduce, v.data(), v.data(), v.size());
   }
 
   // Sequence parallelism: [T/t, h] shards of the activations between blocks, gathered to
   // [T, h] before a column-parallel GEMM and reduce-scattered back after a row-parallel one.
   std::vector<float> tp_all_gather(const std::vector<float>& rows) {
     if (tp.size() == 1) return rows;
-    slow_down();
     std::vector<float> full(rows.size() * static_cast<std::size_t>(tp.size()));
-    const double t0 = steady_seconds();
-    tp.run(CollectiveKind::kAllGather, rows.data(), full.data(), rows.size(), DType::kFloat32,
-           ReduceOp::kSum, 0);
-    tp.synchronize();
-    tp_wait += steady_seconds() - t0;
-    resume();
+    timed_tp(CollectiveKind::kAllGather, rows.data(), full.data(), rows.size());
     return full;
   }
   std::vector<float> tp_reduce_scatter(const std::vector<float>& full) {
     if (tp.size() == 1) return full;
-    slow_down();
     std::vector<float> mine(full.size() / static_cast<std::size_t>(tp.size()));
-    const double t0 = steady_seconds();
-    tp.run(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size(), DType::kFloat32,
-           ReduceOp::kSum, 0);
-    tp.synchronize();
-    tp_wait += steady_seconds() - t0;
-    resume();
+    timed_tp(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size());
     return mine;
   }
   // Row-parallel output (partial sums): all-reduced, or reduce-scattered under SP.

@@ -9,6 +9,7 @@
 
 #include "analysis/gemm_report.hpp"
 #include "analysis/run_facts.hpp"
+#include "fake_ranks.hpp"
 #include "record/reader.hpp"
 #include "record/schema.hpp"
 #include "record/writer.hpp"
@@ -19,26 +20,8 @@ namespace {
 
 constexpr int kWorld = 4, kIters = 10, kShapes = 4;
 
-// 4 ranks on 2 hosts, each rank on a core of its own (not oversubscribed).
 std::vector<RankInfo> ranks() {
-  std::vector<RankInfo> out;
-  for (int r = 0; r < kWorld; ++r) {
-    RankInfo info;
-    info.rank = r;
-    info.node_index = r / 2;
-    info.local_rank = r % 2;
-    info.local_size = 2;
-    info.hostname = "gpu-" + std::to_string(r / 2);
-    info.cpus = std::to_string(r % 2);
-    info.cpu_count = 1;
-    info.node_cores = 8;
-    info.node_pus = 8;
-    info.allowed_cpus = "0-7";
-    info.allowed_cores = 8;
-    info.allowed_pus = 8;
-    out.push_back(info);
-  }
-  return out;
+  return testing_support::two_per_host(kWorld);
 }
 
 // A gemm phase whose rank `slow` (or -1) takes `factor` x as long, under lognormal noise with an

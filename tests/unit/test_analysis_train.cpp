@@ -7,6 +7,7 @@
 #include <random>
 
 #include "analysis/train_report.hpp"
+#include "fake_ranks.hpp"
 #include "record/reader.hpp"
 #include "record/schema.hpp"
 #include "record/train_rows.hpp"
@@ -18,26 +19,8 @@ namespace {
 
 constexpr std::size_t kSteps = 16;
 
-// `world` ranks, two per host, each on a core of its own.
 std::vector<RankInfo> ranks(int world) {
-  std::vector<RankInfo> out;
-  for (int r = 0; r < world; ++r) {
-    RankInfo info;
-    info.rank = r;
-    info.node_index = r / 2;
-    info.local_rank = r % 2;
-    info.local_size = 2;
-    info.hostname = "gpu-" + std::to_string(r / 2);
-    info.cpus = std::to_string(r % 2);
-    info.cpu_count = 1;
-    info.node_cores = 8;
-    info.node_pus = 8;
-    info.allowed_cpus = "0-7";
-    info.allowed_cores = 8;
-    info.allowed_pus = 8;
-    out.push_back(info);
-  }
-  return out;
+  return testing_support::two_per_host(world);
 }
 
 // A healthy run: tp x dp ranks, forward 10 ms and backward 20 ms under 3% noise, 2 ms exposed of

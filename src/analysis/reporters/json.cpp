@@ -213,9 +213,11 @@ Json train_json(const TrainFindings& t) {
   j["mfu_peak_source"] = s.peak_tflops > 0 ? Json(s.peak_source) : Json(nullptr);
   j["slowest_rank"] = index_or_null(s.slowest_rank);
   j["slowest_compute_ms"] = number(s.slowest_compute_ms);
-  j["waited_for_rank"] = index_or_null(s.waited_for_rank);
-  j["waited_for_steps"] = s.waited_for_steps;
-  j["waited_for_ms"] = number(s.waited_for_ms);
+  // Who the others waited for at the DP reduction: only when there is one (dp > 1).
+  const bool reduced = s.dp > 1;
+  j["waited_for_rank"] = reduced ? index_or_null(s.waited_for_rank) : Json(nullptr);
+  j["waited_for_steps"] = reduced ? Json(s.waited_for_steps) : Json(nullptr);
+  j["waited_for_ms"] = reduced ? number(s.waited_for_ms) : Json(nullptr);
   j["memory_budget_GiB"] = number(s.memory_gib);
   if (s.gpu_hour_usd > 0) {
     j["cost"] = {{"gpu_hour_usd", number(s.gpu_hour_usd)},
@@ -225,7 +227,6 @@ Json train_json(const TrainFindings& t) {
   } else {
     j["cost"] = nullptr;
   }
-  j["notes"] = t.notes;
   return j;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/number_text.hpp"
 #include "core/stats.hpp"
 
 namespace shakedown {
@@ -231,6 +232,20 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
     out.push_back({rank, t.flagged, t.compared, median(t.excess), p, t.cases});
   }
   return out;
+}
+
+std::string cannot_judge(std::size_t cases, std::size_t samples, std::size_t members,
+                         const std::string& what, double alpha, const std::string& knob) {
+  if (members < 3) {
+    return std::to_string(members) + " " + what +
+           ": which one is slow cannot be told from fewer than 3 (not judged)";
+  }
+  if (best_possible_p(cases, samples, members) < alpha) return "";
+  std::size_t need = samples;
+  while (need < 100000 && best_possible_p(cases, need, members) >= alpha) ++need;
+  return std::to_string(samples) + " sample(s) each of " + std::to_string(members) + " " + what +
+         " cannot show one slower at p < " + general_text(alpha, 2) + " (not judged); run " + knob +
+         " >= " + std::to_string(need);
 }
 
 }  // namespace shakedown

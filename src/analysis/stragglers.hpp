@@ -48,6 +48,12 @@ struct StragglerEvidence {
 // 1 with fewer than 3 ranks (find_stragglers needs 3).
 double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world);
 
+// "" when `cases` cases of `samples` samples from `members` ranks (or groups) can show one
+// slower at p < alpha; else why not and what would ("run train.steps >= 12", with `knob` the
+// config key that sets the samples): a check that cannot fail must not pass.
+std::string cannot_judge(std::size_t cases, std::size_t samples, std::size_t members,
+                         const std::string& what, double alpha, const std::string& knob);
+
 std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
                                                const StragglerLimits& limits);
 

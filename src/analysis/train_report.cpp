@@ -107,22 +107,6 @@ std::string p_text(double p) {
   return p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(p, 2);
 }
 
-// "" when `cases` cases of `steps` samples from `members` ranks or groups can show one slower at
-// p < alpha; else why not and what would (a check that cannot fail must not pass).
-std::string cannot_judge(std::size_t cases, std::size_t steps, std::size_t members,
-                         const std::string& what, double alpha) {
-  if (members < 3) {
-    return std::to_string(members) + " " + what +
-           ": which one is slow cannot be told from fewer than 3 (not judged)";
-  }
-  if (best_possible_p(cases, steps, members) < alpha) return "";
-  std::size_t need = steps;
-  while (need < 100000 && best_possible_p(cases, need, members) >= alpha) ++need;
-  return std::to_string(steps) + " step(s) of " + std::to_string(members) + " " + what +
-         " cannot show one slower at p < " + general_text(alpha, 2) +
-         " (not judged); run train.steps >= " + std::to_string(need);
-}
-
 // The ranks of each TP group, keyed by the group's index: the phase numbers a DP group by TP
 // group, so the ranks of one TP group share their dp_rank (whatever the rank numbering across
 // nodes). The ranks of one DP group share a tp_rank.
@@ -401,7 +385,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
   const std::vector<StragglerCase> compute_cases = {{"forward", d.fwd, d.steps, d.world, 0},
                                                     {"backward", d.bwd, d.steps, d.world, 0}};
-  const std::string compute_unjudged = cannot_judge(2, d.steps, d.world, "ranks", limits.alpha);
+  const std::string compute_unjudged =
+      cannot_judge(2, d.steps, d.world, "ranks", limits.alpha, "train.steps");
   const std::vector<StragglerEvidence> slow = compute_unjudged.empty()
                                                   ? find_stragglers(compute_cases, limits)
                                                   : std::vector<StragglerEvidence>{};
@@ -439,8 +424,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   // Late arrival at the DP reduction, per TP group (its ranks finish backward together: they
   // meet in the TP collectives), judged by the group's earliest member.
   const auto groups = tp_groups(d);
-  const std::string late_unjudged =
-      cannot_judge(1, d.steps, groups.size(), "TP group(s) at the DP reduction", limits.alpha);
+  const std::string late_unjudged = cannot_judge(
+      1, d.steps, groups.size(), "TP group(s) at the DP reduction", limits.alpha, "train.steps");
   const bool culprit_waited_for =
       std::find(slow_ranks.begin(), slow_ranks.end(), sum.waited_for_rank) != slow_ranks.end() &&
       2 * sum.waited_for_steps >= static_cast<int>(d.steps);

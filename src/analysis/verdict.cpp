@@ -45,6 +45,10 @@ std::string tested_text(const RunAnalysis& a) {
   if (a.gemm.ran) parts.push_back(plural(a.gemm.measured, "GEMM shape", "GEMM shapes"));
   if (a.train.ran)
     parts.push_back(plural(a.train.summary.steps, "training step", "training steps"));
+  if (a.checkpoint.ran) {
+    parts.push_back(plural(a.checkpoint.summary.iters, "checkpoint", "checkpoints") + " of " +
+                    plural(a.checkpoint.summary.world, "shard", "shards"));
+  }
   if (parts.empty()) parts.push_back("no measurement");
   const RunMeta& m = a.facts.meta;
   return join(parts, ", ") + " on " +
@@ -121,6 +125,7 @@ RunAnalysis measure(const RunFile& file) {
   a.collectives = read_collectives(file);
   a.gemm = gemm_findings(file, a.facts);
   a.train = train_findings(file, a.facts, a.gemm);
+  a.checkpoint = checkpoint_findings(file, a.facts);
   return a;
 }
 
@@ -192,9 +197,10 @@ std::string scontrol_drain(const DrainEntry& e) {
 RunAnalysis analyze(const RunFile& file) {
   RunAnalysis a = measure(file);
   std::vector<Finding> findings = placement_checks(a.facts);
-  for (auto&& part : {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
-                      collectives_checks(file, a.facts, a.collectives),
-                      platform_checks(a.facts, a.collectives), a.gemm.findings, a.train.findings}) {
+  for (auto&& part :
+       {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
+        collectives_checks(file, a.facts, a.collectives), platform_checks(a.facts, a.collectives),
+        a.gemm.findings, a.train.findings, a.checkpoint.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
   a.verdict = decide(file, a, std::move(findings));

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/checkpoint_report.hpp"
 #include "analysis/collectives_data.hpp"
 #include "analysis/gemm_report.hpp"
-#include "analysis/train_report.hpp"
 #include "analysis/run_facts.hpp"
+#include "analysis/train_report.hpp"
 #include "core/error.hpp"
 #include "record/findings.hpp"
 #include "record/reader.hpp"
@@ -54,6 +55,7 @@ struct RunAnalysis {
   CollectivesData collectives;
   GemmFindings gemm;
   TrainFindings train;
+  CheckpointFindings checkpoint;
   Verdict verdict;
 };
 

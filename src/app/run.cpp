@@ -132,6 +132,7 @@ std::string backends_text(const RunAnalysis& a) {
   if (a.collectives.ran) parts.push_back("collectives " + a.collectives.backend);
   if (a.gemm.ran) parts.push_back("gemm " + a.gemm.engine);
   if (a.train.ran) parts.push_back("train mpi+cpu");
+  if (a.checkpoint.ran) parts.push_back("checkpoint " + a.checkpoint.summary.api);
   return parts.empty() ? "none" : join(parts, ", ");
 }
 
@@ -266,6 +267,10 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     });
     const NetworkMap network =
         agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
+    if (std::find(config.phases.begin(), config.phases.end(), "checkpoint") !=
+        config.phases.end()) {
+      agreed(ctx.world(), [&] { check_checkpoint_dir(ctx, config.checkpoint); });
+    }
     const std::filesystem::path out = bcast_string(
         ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);

@@ -122,7 +122,7 @@ struct TrainConfig {
 };
 
 struct CheckpointConfig {
-  std::string dir;                          // "" = <output.dir>/ckpt-<run>
+  std::string dir;                          // "" = next to the run file (<run>.ckpt)
   std::string api = "posix";                // posix | mpiio
   std::string layout = "file_per_process";  // file_per_process | shared_file
   std::uint64_t bytes_per_rank = 64ull << 20;
@@ -131,6 +131,10 @@ struct CheckpointConfig {
   bool fsync = true;
   bool verify = true;
   bool cleanup = true;
+  bool keep = false;               // keep the last checkpoint (cleanup removes the others)
+  bool direct_io = false;          // O_DIRECT (posix api)
+  double expected_write_gbps = 0;  // aggregate GB/s the storage should reach; 0: not judged
+  double expected_read_gbps = 0;
 
   friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
 };

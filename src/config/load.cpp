@@ -368,6 +368,22 @@ class Loader {
                    format_size(checkpoint.bytes_per_rank) +
                    "; a rank writes its bytes in blocks of block_size");
     }
+    if (checkpoint.api == "mpiio" && checkpoint.layout != "shared_file") {
+      conflict("checkpoint.api", "checkpoint.layout",
+               "checkpoint.api = mpiio writes one shared file, but checkpoint.layout = " +
+                   checkpoint.layout + "; set checkpoint.layout: shared_file, or api: posix");
+    }
+    if (checkpoint.api == "mpiio" && checkpoint.direct_io) {
+      conflict("checkpoint.direct_io", "checkpoint.api",
+               "checkpoint.direct_io = true needs checkpoint.api = posix (MPI-IO opens the file "
+               "itself and takes no O_DIRECT)");
+    }
+    if (checkpoint.api == "mpiio" && checkpoint.block_size > (1ull << 30)) {
+      conflict("checkpoint.block_size", "checkpoint.api",
+               "checkpoint.block_size = " + format_size(checkpoint.block_size) +
+                   " is more than 1GiB, the most one MPI-IO call here takes (an int count); "
+                   "use a smaller block_size");
+    }
   }
 
  private:

@@ -488,7 +488,13 @@ SectionSpec checkpoint_section() {
            field("iters", section, &S::iters, IntRule{1, 1000}),
            field("fsync", section, &S::fsync, BoolRule{}),
            field("verify", section, &S::verify, BoolRule{}),
-           field("cleanup", section, &S::cleanup, BoolRule{})}};
+           field("cleanup", section, &S::cleanup, BoolRule{}),
+           field("keep", section, &S::keep, BoolRule{}),
+           field("direct_io", section, &S::direct_io, BoolRule{}),
+           field("expected_write_gbps", section, &S::expected_write_gbps,
+                 RealRule{0, false, 1e6, false}),
+           field("expected_read_gbps", section, &S::expected_read_gbps,
+                 RealRule{0, false, 1e6, false})}};
 }
 
 SectionSpec linkscan_section() {

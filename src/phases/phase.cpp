@@ -49,10 +49,8 @@ int default_gemm_threads(const Context& ctx) {
 
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
-      {"inventory", run_inventory},
-      {"collectives", run_collectives},
-      {"gemm", run_gemm},
-      {"train", run_train},
+      {"inventory", run_inventory}, {"collectives", run_collectives}, {"gemm", run_gemm},
+      {"train", run_train},         {"checkpoint", run_checkpoint},
   };
   return kTable;
 }

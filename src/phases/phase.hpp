@@ -55,5 +55,10 @@ void run_inventory(PhaseEnv& env);
 void run_collectives(PhaseEnv& env);
 void run_gemm(PhaseEnv& env);
 void run_train(PhaseEnv& env);
+void run_checkpoint(PhaseEnv& env);
+
+// Before any phase runs, on every rank: checkpoint.dir (when set) exists, is a folder and this
+// rank can create in it. Throws UsageError naming the path and the rank.
+void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg);
 
 }  // namespace shakedown

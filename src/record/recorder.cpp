@@ -12,7 +12,7 @@ namespace shakedown {
 
 Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
                    int compression)
-    : ctx_(ctx) {
+    : ctx_(ctx), final_path_(final_path) {
   // Rank 0 tries; the outcome (exit code + message) is broadcast so all ranks agree.
   int code = 0;
   std::string message;

@@ -34,6 +34,9 @@ class Recorder {
   Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
            int compression);
 
+  // The run file's name once complete (every rank knows it).
+  const std::filesystem::path& final_path() const noexcept { return final_path_; }
+
   // Gathers one record per rank to rank 0 (empty vector on other ranks). Collective.
   template <class T>
   std::vector<T> gather(const T& mine) const {
@@ -85,6 +88,7 @@ class Recorder {
   void rethrow_failure();
 
   const Context& ctx_;
+  std::filesystem::path final_path_;
   std::optional<RunWriter> writer_;
   std::timed_mutex mutex_;  // the writer: held while a job or a write runs
   bool finished_ = false;

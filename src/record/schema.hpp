@@ -423,7 +423,74 @@ inline constexpr const char* kAttrMemoryDevice = "memory_device";
 inline constexpr const char* kAttrMemoryItems = "memory_budget";
 }  // namespace training
 
-// /checkpoint and /linkscan get their descriptors with their phases.
+// ---- /checkpoint/ ----  the checkpoint phase (IOR's timing: aggregate bandwidth = bytes /
+// (latest end - earliest start) on aligned clocks).
+inline constexpr const char* kCheckpointGroup = "/checkpoint";
+namespace checkpoint {
+inline constexpr Dataset<std::int64_t> kBytes{
+    {kCheckpointGroup, "bytes", Elem::kInt64, "world", "bytes", "the shard each rank writes"}};
+inline constexpr Dataset<std::int64_t> kReadsShardOf{
+    {kCheckpointGroup, "reads_shard_of", Elem::kInt64, "world", "rank",
+     "whose shard each rank restores (a rank on another node when there is one)"}};
+inline constexpr Dataset<double> kOpenS{
+    {kCheckpointGroup, "open_s", Elem::kFloat64, "iters, world", "s", "open for the write"}};
+inline constexpr Dataset<double> kWriteS{
+    {kCheckpointGroup, "write_s", Elem::kFloat64, "iters, world", "s", "the write calls"}};
+inline constexpr Dataset<double> kFsyncS{{kCheckpointGroup, "fsync_s", Elem::kFloat64,
+                                          "iters, world", "s",
+                                          "fsync (MPI_File_sync) before the write counts as done"}};
+inline constexpr Dataset<double> kCloseS{
+    {kCheckpointGroup, "close_s", Elem::kFloat64, "iters, world", "s", "close after the write"}};
+inline constexpr Dataset<double> kReadS{
+    {kCheckpointGroup, "read_s", Elem::kFloat64, "iters, world", "s",
+     "the restore: open, read calls and close of the shard the rank restores"}};
+inline constexpr Dataset<double> kWriteStartS{
+    {kCheckpointGroup, "write_start_s", Elem::kFloat64, "iters, world", "s",
+     "when the rank opened its shard for writing, on rank 0's clock, after the iteration's "
+     "earliest"}};
+inline constexpr Dataset<double> kWriteEndS{{kCheckpointGroup, "write_end_s", Elem::kFloat64,
+                                             "iters, world", "s",
+                                             "when its close returned, same clock"}};
+inline constexpr Dataset<double> kReadStartS{{kCheckpointGroup, "read_start_s", Elem::kFloat64,
+                                              "iters, world", "s",
+                                              "when it opened the shard it restores, same clock"}};
+inline constexpr Dataset<double> kReadEndS{{kCheckpointGroup, "read_end_s", Elem::kFloat64,
+                                            "iters, world", "s",
+                                            "when that read's close returned, same clock"}};
+inline constexpr Dataset<std::int64_t> kVerifyOk{
+    {kCheckpointGroup, "verify_ok", Elem::kInt64, "iters, world", "1/0/-1",
+     "1: every block of the restored shard matched its checksum and content; 0: not; -1: not "
+     "verified (checkpoint.verify false)"}};
+inline constexpr Dataset<std::int64_t> kBadOffset{
+    {kCheckpointGroup, "bad_offset", Elem::kInt64, "iters, world", "byte",
+     "first wrong byte in the restored shard, -1 none"}};
+inline constexpr Dataset<std::int64_t> kCacheDropped{
+    {kCheckpointGroup, "cache_dropped", Elem::kInt64, "iters, world", "0/1",
+     "posix_fadvise(DONTNEED) accepted after the write (the restore reads storage, not cache)"}};
+inline constexpr Dataset<double> kWriteGBps{
+    {kCheckpointGroup, "write_GBps", Elem::kFloat64, "iters", "GB/s",
+     "all shards' bytes / (latest write end - earliest write start)"}};
+inline constexpr Dataset<double> kReadGBps{
+    {kCheckpointGroup, "read_GBps", Elem::kFloat64, "iters", "GB/s",
+     "all shards' bytes / (latest read end - earliest read start)"}};
+inline constexpr Dataset<double> kRestoreS{
+    {kCheckpointGroup, "restore_s", Elem::kFloat64, "iters", "s",
+     "the whole checkpoint read back: earliest read start to latest read end"}};
+// Attributes of /checkpoint.
+inline constexpr const char* kAttrLayout = "layout";
+inline constexpr const char* kAttrApi = "api";
+inline constexpr const char* kAttrDir = "dir";
+inline constexpr const char* kAttrFsType = "fs_type";
+inline constexpr const char* kAttrFsMount = "fs_mount";
+inline constexpr const char* kAttrFsOptions = "fs_options";
+inline constexpr const char* kAttrFsNodeLocal = "fs_node_local";
+inline constexpr const char* kAttrBlockSize = "block_size";
+inline constexpr const char* kAttrFsync = "fsync";
+inline constexpr const char* kAttrDirectIo = "direct_io";
+inline constexpr const char* kAttrKept = "kept";
+}  // namespace checkpoint
+
+// /linkscan gets its descriptors with its phase.
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
 // verdict for files without it (aborted runs, files of older versions).

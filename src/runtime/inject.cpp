@@ -20,9 +20,9 @@ namespace {
 // The phases that plant each kind (empty = any phase): a fault nobody plants must not pass
 // silently.
 std::vector<std::string_view> planted_in(std::string_view kind) {
-  if (kind == "corrupt") return {"collectives"};
+  if (kind == "corrupt") return {"collectives", "checkpoint"};
   if (kind == "sdc") return {"gemm", "train"};
-  if (kind == "slow") return {"collectives", "gemm", "train"};
+  if (kind == "slow") return {"collectives", "gemm", "train", "checkpoint"};
   return {};
 }
 
@@ -34,10 +34,14 @@ namespace {
   throw UsageError(
       "--inject " + std::string(spec) + ": " + why +
       ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N][,factor=F] (kinds: stall (any phase), "
-      "fail (any phase), corrupt (collectives), sdc (gemm: one bit of the output; train: of the "
+      "fail (any phase), corrupt (collectives: one element of the results; checkpoint: one byte of "
+      "the shard on disk, between write and restore), sdc (gemm: one bit of the output; train: of "
+      "the "
       "reduced gradient, or with train.zero 1 of the parameters after the all-gather), slow "
       "(gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
-      "collectives: the rank arrives late at each iteration); step=N: the N-th "
+      "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
+      "writes "
+      "or reads does); step=N: the N-th "
       "measured step of the phase, for stall and sdc; factor=F > 1 for slow, default 2)");
 }
 

@@ -37,9 +37,9 @@ expect_in "$TMP/out" "did you mean.*iters" "suggestion for a misspelt key"
 expect_rc 2 $? "unknown phase"
 expect_in "$TMP/out" '--phases: unknown phase "colectives"; did you mean "collectives"' "unknown phase named"
 
-"$SHAKEDOWN" run --phases inventory,checkpoint >"$TMP/out" 2>&1
+"$SHAKEDOWN" run --phases inventory,linkscan >"$TMP/out" 2>&1
 expect_rc 2 $? "phase not implemented yet"
-expect_in "$TMP/out" "phase 'checkpoint' is not implemented.*implemented: inventory, collectives, gemm, train" "unimplemented phase message"
+expect_in "$TMP/out" "phase 'linkscan' is not implemented.*implemented: inventory, collectives, gemm, train, checkpoint" "unimplemented phase message"
 
 "$MPIRUN" -n 3 "$SHAKEDOWN" run --virtual-nodes 2 --out "$TMP/v.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "3 ranks as 2 virtual nodes"

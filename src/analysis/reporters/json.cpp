@@ -230,6 +230,30 @@ Json train_json(const TrainFindings& t) {
   return j;
 }
 
+Json checkpoint_json(const CheckpointFindings& c) {
+  if (!c.ran) return nullptr;
+  const CheckpointSummary& s = c.summary;
+  Json j;
+  j["layout"] = s.layout;
+  j["api"] = s.api;
+  j["fs_type"] = s.fs_type;
+  j["dir"] = s.dir;
+  j["iters"] = s.iters;
+  j["bytes_per_rank"] = number(s.bytes_per_rank);
+  j["write_GBps"] = number(s.write_gbps);
+  j["read_GBps"] = number(s.read_gbps);
+  j["restore_s"] = number(s.restore_s);
+  j["per_rank_s"] = {{"open", number(s.open_s)},
+                     {"write", number(s.write_s)},
+                     {"fsync", number(s.fsync_s)},
+                     {"close", number(s.close_s)},
+                     {"read", number(s.read_s)}};
+  j["slowest_writer_rank"] = index_or_null(s.slowest_writer);
+  j["slowest_reader_rank"] = index_or_null(s.slowest_reader);
+  j["kept"] = s.kept.empty() ? Json(nullptr) : Json(s.kept);
+  return j;
+}
+
 }  // namespace
 
 std::string format_json(const RunFile& file, const RunAnalysis& a) {
@@ -256,6 +280,7 @@ std::string format_json(const RunFile& file, const RunAnalysis& a) {
   report["collectives"] = collectives_json(file, a);
   report["gemm"] = gemm_json(a.gemm);
   report["train"] = train_json(a.train);
+  report["checkpoint"] = checkpoint_json(a.checkpoint);
   Json drain = Json::array();
   for (const DrainEntry& e : drain_list(v.findings)) {
     drain.push_back({{"host", e.host},

@@ -221,6 +221,9 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
   if (std::string t = format_train(a.train, a.facts, detail); !t.empty()) {
     os << '\n' << train_title(a.train) << '\n' << t;
   }
+  if (std::string t = format_checkpoint(a.checkpoint, a.facts, detail); !t.empty()) {
+    os << '\n' << checkpoint_title(a.checkpoint) << '\n' << t;
+  }
   os << "\nchecks" << (v.stored ? "" : " (recomputed from the measurements)") << '\n';
   format_checks_block(v, detail, os);
   if (const auto drain = drain_list(v.findings); !drain.empty()) {

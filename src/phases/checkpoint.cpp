@@ -1,0 +1,387 @@
+// The checkpoint phase: every rank writes a shard the way training frameworks do (file per
+// process, or one shared file through POSIX or MPI-IO), the checkpoint is committed (metadata
+// written to a temporary name, fsynced, renamed, the folder fsynced), and every rank then
+// restores the shard a rank on another node wrote (IOR's -C shift by ranks per node) and checks
+// every block against the committed checksums and the content it should hold. Each iteration
+// is timed as IOR does: aggregate bandwidth = all bytes / (latest end - earliest start) on
+// aligned clocks. Rank 0 writes /checkpoint once, after the last iteration; the analysis
+// (analysis/checkpoint_report.hpp) judges it from the file alone. Only what this run created
+// is ever removed (storage/files.hpp Created).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/host.hpp"
+#include "phases/phase.hpp"
+#include "record/checkpoint_rows.hpp"
+#include "record/gather.hpp"
+#include "runtime/agree.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/progress.hpp"
+#include "storage/backend.hpp"
+#include "storage/files.hpp"
+#include "storage/shard.hpp"
+
+namespace shakedown {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whose shard `rank` restores: the rank one node on (IOR -C), or the next rank with one node.
+int source_rank(const Context& ctx, int rank) {
+  const int world = ctx.world_size();
+  const int shift = ctx.node_count() > 1 && ctx.ranks_per_node() > 0 ? ctx.ranks_per_node() : 1;
+  return (rank + shift) % world;
+}
+
+// This rank's measurements, one per iteration.
+struct Samples {
+  std::vector<double> open, write, fsync, close, read;
+  std::vector<double> write_start, write_end, read_start, read_end;  // aligned, seconds
+  std::vector<std::int64_t> verify_ok, bad_offset, cache_dropped;
+};
+
+// What this run created: each rank its shards (and the shared file on rank 0), rank 0 the
+// folders. Removal: files everywhere first, then rank 0's folders (collective).
+struct Made {
+  storage::Created files, dirs;
+
+  void remove(MPI_Comm world, bool root, const fs::path& under) {
+    std::vector<std::string> left = files.remove_all(under);
+    MPI_Barrier(world);
+    if (root) {
+      const auto more = dirs.remove_all(under);
+      left.insert(left.end(), more.begin(), more.end());
+    }
+    for (const std::string& l : left) {
+      std::fprintf(stderr, "shakedown: checkpoint: could not remove %s\n", l.c_str());
+    }
+  }
+};
+
+// Checks one restored shard against the committed checksums and the content it should hold.
+// Returns the first wrong byte, or -1.
+std::int64_t verify_shard(std::span<const std::byte> got, const storage::ShardMeta& meta,
+                          std::uint64_t block, int step) {
+  const std::vector<std::uint64_t> sums = storage::block_checksums(got, block);
+  std::vector<std::byte> expect;
+  for (std::size_t b = 0; b < sums.size(); ++b) {
+    const std::uint64_t at = b * block;
+    const std::uint64_t n = std::min<std::uint64_t>(block, got.size() - at);
+    const bool sum_ok = b < meta.checksums.size() && sums[b] == meta.checksums[b];
+    // The checksum is the fast path; the content is checked where it fails (to find the byte),
+    // and also where it matches a checksum the metadata might have got from bad data.
+    if (sum_ok) continue;
+    expect.resize(n);
+    storage::fill_shard(expect, storage::shard_seed(meta.rank, step), at);
+    const std::uint64_t d = storage::first_difference(got.subspan(at, n), expect);
+    return static_cast<std::int64_t>(at + std::min(d, n - 1));
+  }
+  if (meta.checksums.size() != sums.size()) return static_cast<std::int64_t>(got.size());
+  return -1;
+}
+
+// The folder this run's checkpoints go to: <checkpoint.dir>/<run>.ckpt, or next to the run file
+// when checkpoint.dir is "". Rank 0 creates it (a new name if one exists) and tells the others.
+fs::path make_root(PhaseEnv& env, Made& made, const std::string& where) {
+  const CheckpointConfig& cfg = env.config.checkpoint;
+  const fs::path run = env.recorder.final_path();
+  const fs::path base = cfg.dir.empty() ? run.parent_path() : fs::path(cfg.dir);
+  std::string chosen;
+  agreed(env.ctx.world(), [&] {
+    if (!env.ctx.is_root()) return;
+    const std::string stem = run.stem().string() + ".ckpt";
+    fs::path p = (base.empty() ? fs::path(".") : base) / stem;
+    for (int i = 2; !made.dirs.make_dir(p, where); ++i) {
+      p = (base.empty() ? fs::path(".") : base) / (stem + "-" + std::to_string(i));
+      if (i > 1000) throw RuntimeFault("cannot find a free name for " + p.string());
+    }
+    chosen = p.string();
+  });
+  return bcast_string(env.ctx.world(), 0, chosen);
+}
+
+}  // namespace
+
+void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg) {
+  if (cfg.dir.empty()) return;  // next to the run file, which is being written
+  const std::string where = ctx.describe_rank(ctx.rank());
+  std::error_code ec;
+  const fs::file_status st = fs::status(cfg.dir, ec);
+  if (!fs::exists(st)) {
+    throw UsageError("checkpoint.dir " + cfg.dir + " does not exist on " + where +
+                     ": create it (on the parallel file system, so every node sees it) or set "
+                     "checkpoint.dir to a folder that does");
+  }
+  if (!fs::is_directory(st)) {
+    throw UsageError("checkpoint.dir " + cfg.dir + " is not a folder on " + where);
+  }
+  // A probe folder tells more than access(): read-only mounts, quotas, root squash, ACLs.
+  const fs::path probe = fs::path(cfg.dir) / (".shakedown-probe-" + local_hostname() + "-" +
+                                              std::to_string(::getpid()));
+  if (::mkdir(probe.c_str(), 0700) != 0) {
+    const int err = errno;
+    throw UsageError("checkpoint.dir " + cfg.dir + " is not writable on " + where + " (" +
+                     std::strerror(err) + "): choose a folder this user can write to");
+  }
+  ::rmdir(probe.c_str());
+}
+
+void run_checkpoint(PhaseEnv& env) {
+  const CheckpointConfig& cfg = env.config.checkpoint;
+  const Context& ctx = env.ctx;
+  MPI_Comm world = ctx.world();
+  const int rank = ctx.rank();
+  // Storage errors are raised through agreed(), which names the failing rank and host itself.
+  const std::string where;
+  env.watchdog.step("checkpoint: folder");
+
+  Made made;
+  const fs::path root = make_root(env, made, where);
+  const storage::FsInfo fsi = storage::fs_info(root);
+  if (ctx.is_root() && fsi.node_local && ctx.node_count() > 1 && ctx.virtual_nodes() <= 1) {
+    std::fprintf(stderr,
+                 "shakedown: warning: checkpoint.dir is on %s (node-local): a restore on another "
+                 "node cannot read it; point it at the parallel file system\n",
+                 fsi.type.c_str());
+  }
+  const std::uint64_t bytes = cfg.bytes_per_rank, block = cfg.block_size;
+  if (cfg.direct_io) {
+    agreed(world, [&] {
+      const std::uint64_t a = std::max<std::uint64_t>(fsi.dio_offset_align, 512);
+      if (block % a != 0 || bytes % a != 0) {
+        throw UsageError("checkpoint.direct_io: O_DIRECT on " + root.string() + " (" + fsi.type +
+                         ") needs checkpoint.block_size and bytes_per_rank in multiples of " +
+                         std::to_string(a) + " bytes");
+      }
+    });
+  }
+  const bool shared = cfg.layout == "shared_file";
+  std::unique_ptr<storage::ShardBackend> backend =
+      agreed(world, [&] { return storage::make_backend(cfg.api, cfg.layout, world); });
+  const auto slow = env.faults.find("slow", rank, "checkpoint");
+  const auto corrupt = env.faults.find("corrupt", rank, "checkpoint");
+  const int source = source_rank(ctx, rank);
+
+  storage::AlignedBuffer out(bytes, fsi.dio_mem_align), in(bytes, fsi.dio_mem_align);
+  Progress progress("checkpoint", cfg.iters, env.progress);
+  Samples mine;
+  const double offset_s = ctx.clock_offset_us() * 1e-6;
+  auto fail_cleanly = [&](const std::function<void()>& fn) {
+    try {
+      agreed(world, fn);
+    } catch (...) {
+      // This run's partial checkpoint goes; what was there before stays.
+      made.remove(world, ctx.is_root(), root);
+      throw;
+    }
+  };
+
+  for (int n = 1; n <= cfg.iters; ++n) {
+    Watchdog::StepPlan plan;
+    begin_measured_step(env, "checkpoint", n, "checkpoint step " + std::to_string(n), progress,
+                        plan);
+    const fs::path step_dir = root / ("step_" + std::to_string(n));
+    const std::string shard_name =
+        shared ? "shared.bin" : "rank_" + std::to_string(rank) + ".shard";
+    fail_cleanly([&] {
+      if (ctx.is_root() && !made.dirs.make_dir(step_dir, where)) {
+        throw RuntimeFault(step_dir.string() + " exists already");
+      }
+    });
+    storage::fill_shard(out.span(), storage::shard_seed(rank, n), 0);
+    const std::vector<std::uint64_t> sums = storage::block_checksums(out.span(), block);
+    storage::ShardTarget t;
+    t.file = step_dir / shard_name;
+    t.offset = shared ? static_cast<std::uint64_t>(rank) * bytes : 0;
+    t.block = block;
+    t.fsync = cfg.fsync;
+    t.direct = cfg.direct_io;
+    t.slow_factor = slow ? slow->factor : 1;
+    t.where = where;
+    if (!shared || ctx.is_root()) made.files.file(t.file);
+
+    // ---- write ----
+    SD_MPI_CHECK(MPI_Barrier(world));
+    storage::IoTimes w;
+    fail_cleanly([&] { w = backend->write(t, out.span()); });
+
+    // ---- commit: the metadata's existence says the checkpoint is whole ----
+    std::vector<std::uint64_t> all_sums =
+        gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(sums));
+    const std::vector<std::string> hosts = [&] {
+      std::vector<char> name(256, '\0');
+      const std::string h = local_hostname();
+      std::copy_n(h.begin(), std::min<std::size_t>(h.size(), 255), name.begin());
+      std::vector<char> all(ctx.is_root() ? 256 * static_cast<std::size_t>(ctx.world_size()) : 0);
+      SD_MPI_CHECK(MPI_Gather(name.data(), 256, MPI_CHAR, all.data(), 256, MPI_CHAR, 0, world));
+      std::vector<std::string> v;
+      for (std::size_t i = 0; i < all.size(); i += 256) v.emplace_back(all.data() + i);
+      return v;
+    }();
+    const fs::path meta_path = step_dir / "metadata.json";
+    fail_cleanly([&] {
+      if (!ctx.is_root()) return;
+      storage::CheckpointMeta meta;
+      meta.run = env.recorder.final_path().filename().string();
+      meta.step = n;
+      meta.layout = cfg.layout;
+      meta.api = cfg.api;
+      meta.block_size = block;
+      const std::size_t nb = sums.size(), W = static_cast<std::size_t>(ctx.world_size());
+      for (std::size_t r = 0; r < W; ++r) {
+        storage::ShardMeta s;
+        s.rank = static_cast<int>(r);
+        s.host = hosts[r];
+        s.file = shared ? "shared.bin" : "rank_" + std::to_string(r) + ".shard";
+        s.offset = shared ? r * bytes : 0;
+        s.bytes = bytes;
+        for (std::size_t b = 0; b < nb; ++b) s.checksums.push_back(all_sums[b * W + r]);
+        meta.shards.push_back(std::move(s));
+      }
+      made.files.file(meta_path);
+      storage::commit_file(meta_path, storage::to_json(meta), where);
+    });
+
+    // --inject corrupt: one byte of this rank's shard changes on disk after the commit, as
+    // storage that goes bad under a finished checkpoint.
+    fail_cleanly([&] {
+      if (!corrupt) return;
+      const std::uint64_t at = t.offset + bytes / 2;
+      std::fprintf(stderr, "shakedown: inject: %s changes byte %llu of %s on disk\n",
+                   ctx.describe_rank(rank).c_str(), static_cast<unsigned long long>(bytes / 2),
+                   t.file.c_str());
+      {
+        storage::File f(t.file, O_RDWR | O_NOFOLLOW, where);
+        std::byte b{};
+        f.pread_all(std::span(&b, 1), at);
+        b ^= std::byte{0x5A};
+        f.pwrite_all(std::span(&b, 1), at);
+        f.fsync();
+        f.drop_cache();
+        f.close();
+      }
+    });
+
+    // ---- restore: another node's shard, located through the committed metadata ----
+    SD_MPI_CHECK(MPI_Barrier(world));
+    storage::IoTimes rd;
+    storage::ShardMeta src;
+    fail_cleanly([&] {
+      const storage::CheckpointMeta meta =
+          storage::parse_meta(storage::read_small_file(meta_path, where), meta_path);
+      if (static_cast<std::size_t>(source) >= meta.shards.size()) {
+        throw RuntimeFault(meta_path.string() + " has no shard of rank " + std::to_string(source));
+      }
+      src = meta.shards[static_cast<std::size_t>(source)];
+    });
+    storage::ShardTarget rt = t;
+    rt.file = step_dir / src.file;
+    rt.offset = src.offset;
+    rt.fsync = false;
+    fail_cleanly([&] { rd = backend->read(rt, in.span()); });
+    std::int64_t bad = -1;
+    if (cfg.verify) bad = verify_shard(in.span(), src, block, n);
+
+    mine.open.push_back(w.open_s);
+    mine.write.push_back(w.io_s);
+    mine.fsync.push_back(w.fsync_s);
+    mine.close.push_back(w.close_s);
+    mine.read.push_back(rd.end_s - rd.start_s);
+    mine.write_start.push_back(w.start_s - offset_s);
+    mine.write_end.push_back(w.end_s - offset_s);
+    mine.read_start.push_back(rd.start_s - offset_s);
+    mine.read_end.push_back(rd.end_s - offset_s);
+    mine.verify_ok.push_back(cfg.verify ? (bad < 0 ? 1 : 0) : -1);
+    mine.bad_offset.push_back(bad);
+    mine.cache_dropped.push_back(w.cache_dropped ? 1 : 0);
+    env.watchdog.progress().store(1, std::memory_order_relaxed);
+
+    // Disk use stays at one checkpoint: an earlier one goes once the next is verified.
+    SD_MPI_CHECK(MPI_Barrier(world));
+    if (cfg.cleanup && n < cfg.iters) made.remove(world, ctx.is_root(), step_dir);
+  }
+
+  env.watchdog.step("checkpoint: gather");
+  CheckpointRecord rec;
+  rec.iters = static_cast<std::uint64_t>(cfg.iters);
+  rec.world = static_cast<std::uint64_t>(ctx.world_size());
+  auto gather = [&](const std::vector<double>& v) {
+    return gather_rows<double>(world, 0, std::span<const double>(v));
+  };
+  auto gather_int = [&](const std::vector<std::int64_t>& v) {
+    return gather_rows<std::int64_t>(world, 0, std::span<const std::int64_t>(v));
+  };
+  rec.open_s = gather(mine.open);
+  rec.write_s = gather(mine.write);
+  rec.fsync_s = gather(mine.fsync);
+  rec.close_s = gather(mine.close);
+  rec.read_s = gather(mine.read);
+  rec.write_start_s = gather(mine.write_start);
+  rec.write_end_s = gather(mine.write_end);
+  rec.read_start_s = gather(mine.read_start);
+  rec.read_end_s = gather(mine.read_end);
+  rec.verify_ok = gather_int(mine.verify_ok);
+  rec.bad_offset = gather_int(mine.bad_offset);
+  rec.cache_dropped = gather_int(mine.cache_dropped);
+  const std::int64_t place[2] = {static_cast<std::int64_t>(bytes), source};
+  std::vector<std::int64_t> places(ctx.is_root() ? 2 * rec.world : 0);
+  SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));
+
+  const fs::path last = root / ("step_" + std::to_string(cfg.iters));
+  if (cfg.cleanup && !cfg.keep) {
+    made.remove(world, ctx.is_root(), {});
+  } else if (ctx.is_root()) {
+    std::fprintf(stderr, "shakedown: checkpoint kept: %s\n", (cfg.cleanup ? last : root).c_str());
+  }
+  if (!ctx.is_root()) return;
+
+  const std::size_t W = rec.world;
+  double total = 0;
+  for (std::size_t r = 0; r < W; ++r) {
+    rec.bytes.push_back(places[2 * r]);
+    rec.reads_shard_of.push_back(places[2 * r + 1]);
+    total += static_cast<double>(places[2 * r]);
+  }
+  for (std::size_t i = 0; i < rec.iters; ++i) {
+    auto span_of = [&](std::vector<double>& start, std::vector<double>& end) {
+      const double a = *std::min_element(start.begin() + i * W, start.begin() + (i + 1) * W);
+      const double b = *std::max_element(end.begin() + i * W, end.begin() + (i + 1) * W);
+      return std::pair{a, b};
+    };
+    const auto [ws, we] = span_of(rec.write_start_s, rec.write_end_s);
+    const auto [rs, re] = span_of(rec.read_start_s, rec.read_end_s);
+    rec.write_gbps.push_back(total / (we - ws) / 1e9);
+    rec.read_gbps.push_back(total / (re - rs) / 1e9);
+    rec.restore_s.push_back(re - rs);
+    // Stamps after the iteration's earliest write start.
+    for (std::size_t k = i * W; k < (i + 1) * W; ++k) {
+      for (auto* v : {&rec.write_start_s, &rec.write_end_s, &rec.read_start_s, &rec.read_end_s}) {
+        (*v)[k] -= ws;
+      }
+    }
+  }
+  rec.layout = cfg.layout;
+  rec.api = cfg.api;
+  rec.dir = root.string();
+  rec.fs_type = fsi.type;
+  rec.fs_mount = fsi.mount_point;
+  rec.fs_options = fsi.options;
+  rec.fs_node_local = fsi.node_local;
+  rec.block_size = static_cast<std::int64_t>(block);
+  rec.fsync = cfg.fsync;
+  rec.direct_io = cfg.direct_io;
+  rec.kept = cfg.cleanup && !cfg.keep ? "" : (cfg.cleanup ? last : root).string();
+  env.recorder.write([&](RunWriter& writer) { write_checkpoint(writer, rec); });
+}
+
+}  // namespace shakedown

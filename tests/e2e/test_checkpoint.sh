@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The checkpoint phase with real mpirun on 4 ranks as 2 virtual nodes (pretend nodes on one host:
+# "another node" is another rank group on the same disk): file per process, a POSIX shared file
+# and MPI-IO (2 ranks: ompio writes independently; 3: two-phase aggregation), O_DIRECT; the
+# restore reads the shard of a rank on the other node, the metadata commits the checkpoint, and
+# cleanup leaves nothing of its own while a planted symlink, its target and a user's file stay.
+# Self-tests: a byte changed on disk is named with shard, writer, reader and offset (exit 3); a
+# slow rank is named; a full file system (a tiny tmpfs, as root) is exit 3 naming the path and
+# errno with the partial checkpoint removed; a missing or read-only checkpoint.dir is exit 2
+# before any phase.
+source "$(dirname "$0")/lib.sh"
+small=(--phases checkpoint --set checkpoint.bytes_per_rank=4MiB --set checkpoint.block_size=1MiB)
+dir="$TMP/ckpt"
+mkdir -p "$dir"
+echo "user data" >"$dir/user-file"
+echo "outside" >"$TMP/outside"
+ln -s "$TMP/outside" "$dir/link-out"
+
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=2 \
+  --set "checkpoint.dir=$dir" --report json --out "$TMP/a.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "file per process"
+expect_in "$TMP/stdout" "^checkpoint \(posix file_per_process on [a-z0-9]+; 4 x 4 MiB; 2 iterations\)" "block title"
+expect_in "$TMP/stdout" "write [0-9.e+]+ GB/s, read [0-9.e+]+ GB/s aggregate \(median\); restore of the whole checkpoint" "bandwidth line"
+expect_in "$TMP/stdout" "\[PASS\] checkpoint.coverage: 2 checkpoint\(s\) of 4 x 4 MiB \(posix file_per_process, fsync\) on .* restored by a rank on another node" "coverage"
+expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of 8 restored shard\(s\) \(32 MiB\)" "verify"
+expect_in "$TMP/stdout" "checkpoint.bandwidth" "bandwidth check listed"
+expect_in "$TMP/stdout" "tested 2 checkpoints of 4 shards on 4 ranks" "tested"
+for d in open_s write_s fsync_s close_s read_s write_start_s read_end_s verify_ok bad_offset cache_dropped; do
+  h5dump -H -d "/checkpoint/$d" "$TMP/a.h5" >"$TMP/h"
+  grep -q 'SIMPLE { ( 2, 4 )' "$TMP/h" || { cat "$TMP/h"; fail "$d should be [iters=2, world=4]"; }
+done
+h5dump -d /checkpoint/reads_shard_of "$TMP/a.h5" | grep -q '(0): 2, 3, 0, 1' ||
+  fail "each rank should restore the shard of the rank one node on (2, 3, 0, 1)"
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$TMP/a.h5" \
+  "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" >"$TMP/schema" 2>&1 ||
+  { cat "$TMP/schema"; fail "the checkpoint run's file against scripts/schema.json"; }
+/usr/bin/python3 - "$TMP/a.json" <<'EOF' || fail "checkpoint section of the JSON report"
+import json, sys
+c = json.load(open(sys.argv[1]))["checkpoint"]
+assert c["layout"] == "file_per_process" and c["api"] == "posix" and c["iters"] == 2, c
+assert c["write_GBps"] > 0 and c["read_GBps"] > 0 and c["restore_s"] > 0, c
+assert c["bytes_per_rank"] == 4 << 20 and c["kept"] is None, c
+EOF
+[[ -z "$(find "$dir" -mindepth 1 ! -name user-file ! -name link-out)" ]] ||
+  { find "$dir"; fail "cleanup should leave nothing this run created"; }
+[[ -L "$dir/link-out" && "$(cat "$TMP/outside")" == outside && "$(cat "$dir/user-file")" == "user data" ]] ||
+  fail "cleanup touched a planted symlink, its target or a user's file"
+
+# One shared file through POSIX, kept: the commit is there, no temporary metadata left.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.layout=shared_file \
+  --set checkpoint.keep=true --set "checkpoint.dir=$dir" --out "$TMP/b.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "posix shared file"
+expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of 4 restored shard\(s\)" "shared file verified"
+expect_in "$TMP/stderr" "checkpoint kept: $dir/b.ckpt/step_1" "kept path printed"
+[[ -f "$dir/b.ckpt/step_1/shared.bin" && -f "$dir/b.ckpt/step_1/metadata.json" ]] ||
+  fail "keep: the shared file and its metadata should stay"
+[[ "$(stat -c %s "$dir/b.ckpt/step_1/shared.bin")" == $((16 << 20)) ]] || fail "shared.bin should hold 4 x 4 MiB"
+[[ ! -e "$dir/b.ckpt/step_1/metadata.json.tmp" ]] || fail "the metadata commit left its temporary file"
+/usr/bin/python3 - "$dir/b.ckpt/step_1/metadata.json" <<'EOF' || fail "metadata.json"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["format"] == "shakedown-checkpoint 1" and m["layout"] == "shared_file", m
+assert [s["offset"] for s in m["shards"]] == [r * (4 << 20) for r in range(4)], m
+assert all(len(s["xxh3"]) == 4 for s in m["shards"]), m
+EOF
+rm -rf "$dir/b.ckpt"
+
+# MPI-IO: 2 ranks (ompio's individual writes) and 3 (two-phase aggregation).
+for n in 2 3; do
+  "$MPIRUN" -n "$n" "$SHAKEDOWN" run "${small[@]}" --set checkpoint.layout=shared_file \
+    --set checkpoint.api=mpiio --set "checkpoint.dir=$dir" --out "$TMP/m$n.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+  expect_rc 0 $? "mpiio on $n ranks"
+  expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of $n restored shard\(s\)" "mpiio $n verified"
+done
+
+# O_DIRECT: runs where the file system takes it; elsewhere a clear refusal (exit 2).
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set checkpoint.direct_io=true \
+  --set "checkpoint.dir=$dir" --out "$TMP/d.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+if [[ $rc -eq 0 ]]; then
+  expect_in "$TMP/stdout" "\(posix file_per_process, O_DIRECT, fsync\)" "O_DIRECT run"
+else
+  expect_rc 2 $rc "O_DIRECT refused"
+  expect_in "$TMP/stderr" "does not support O_DIRECT|needs checkpoint.block_size" "O_DIRECT refusal says why"
+fi
+
+# A byte of rank 2's shard changed on disk between write and restore: named, exit 3.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set "checkpoint.dir=$dir" \
+  --inject corrupt:rank=2,phase=checkpoint --out "$TMP/c.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "corrupted shard"
+expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/rank_2.shard came back wrong from byte 2097152: written by rank 2 \(host [^,]+, node 1\), restored by rank 0 \(host [^,]+, node 0\)" "corruption named"
+expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: checkpoint.verify on rank 2" "verdict"
+
+# A slow rank (each block and its fsync 5x as long): named as slow I/O, and no other.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=12 \
+  --set "checkpoint.dir=$dir" --inject slow:rank=1,phase=checkpoint,factor=5 --out "$TMP/s.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "slow rank (a warning on shared cores)"
+expect_in "$TMP/stdout" "\[(WARN|FAIL)\] checkpoint.stragglers: rank 1 \(host [^,]+, node 0\): its checkpoint I/O is [0-9]+% slower" "slow rank named"
+[[ $(grep -c "^  \[[A-Z]*\] checkpoint.stragglers: rank" "$TMP/stdout") -eq 1 ]] || fail "only rank 1 should be named"
+
+# Too few checkpoints to tell a slow rank: not judged, saying how many would.
+"$SHAKEDOWN" summary --detail "$TMP/a.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "checkpoint.stragglers: slow I/O ranks: 2 sample\(s\) each of 4 ranks cannot show one slower at p < 0.01 \(not judged\); run checkpoint.iters >= [0-9]+" "unjudged stragglers say what would do"
+
+# A missing or read-only checkpoint.dir: exit 2 before any phase, naming path and rank.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set "checkpoint.dir=$TMP/nope" --out "$TMP/n.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "missing checkpoint.dir"
+expect_in "$TMP/stderr" "checkpoint.dir $TMP/nope does not exist on rank 0 \(host" "missing dir named"
+[[ ! -e "$TMP/n.h5" ]] || fail "a refused config should leave no run file"
+
+if [[ $(id -u) -eq 0 ]] && mkdir -p "$TMP/full" && mount -t tmpfs -o size=6m tmpfs "$TMP/full" 2>/dev/null; then
+  trap 'umount "$TMP/full" 2>/dev/null; umount "$TMP/ro" 2>/dev/null; rm -rf "$TMP"' EXIT
+  echo "keep me" >"$TMP/full/user-file"
+  "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set "checkpoint.dir=$TMP/full" \
+    --out "$TMP/f.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+  expect_rc 3 $? "full file system"
+  expect_in "$TMP/stderr" "write $TMP/full/f.ckpt/step_1/rank_[0-3].shard: No space left on device \(errno 28\)" "ENOSPC named with path and errno"
+  [[ -z "$(find "$TMP/full" -mindepth 1 ! -name user-file)" && "$(cat "$TMP/full/user-file")" == "keep me" ]] ||
+    { find "$TMP/full"; fail "the partial checkpoint should be removed, the user's file kept"; }
+  mkdir -p "$TMP/ro" && mount -t tmpfs -o size=1m,ro tmpfs "$TMP/ro"
+  "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set "checkpoint.dir=$TMP/ro" --out "$TMP/r.h5" \
+    >"$TMP/stdout" 2>"$TMP/stderr"
+  expect_rc 2 $? "read-only checkpoint.dir"
+  expect_in "$TMP/stderr" "checkpoint.dir $TMP/ro is not writable on rank 0 .*Read-only file system" "read-only named"
+else
+  echo "SKIP: full and read-only file systems need root to mount a small tmpfs (running as $(id -un))"
+fi
+echo "PASS"

@@ -247,7 +247,10 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
       std::to_string(d.iters) + " checkpoint(s) of " + std::to_string(d.world) + " x " +
           size_text(s.bytes_per_rank) + " (" + d.api + " " + d.layout +
           (d.direct ? ", O_DIRECT" : "") + (d.fsync_on ? ", fsync" : ", no fsync") + ") on " +
-          d.fs_type + ", written, committed and restored " +
+          d.fs_type + (d.fs_mount.empty() ? "" : " " + d.fs_mount) +
+          (d.node_local ? " (node-local" + std::string(hosts.size() > 1 ? ")" : ", one host)")
+                        : " (shared)") +
+          ", written, committed and restored " +
           (cross_node ? "by a rank on another node"
                       : "by another rank (" + std::string(d.world == 1 ? "one rank" : "one node") +
                             ": not across nodes)"));
@@ -278,12 +281,6 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
             std::to_string(hosts.size()) +
             " hosts: a restore on another node cannot read it; point checkpoint.dir at the "
             "parallel file system"));
-  } else {
-    out.findings.push_back(run_finding(
-        "checkpoint.storage", CheckStatus::kPass,
-        "checkpoint.dir " + d.dir + " is on " + d.fs_type +
-            (d.fs_mount.empty() ? "" : " (mounted at " + d.fs_mount + ")") +
-            (d.node_local ? ", node-local, under one host" : ", shared between nodes")));
   }
 
   // ---- bandwidth ----
@@ -374,8 +371,8 @@ std::string format_checkpoint(const CheckpointFindings& cf, const RunFacts& fact
           "IOR; per rank: medians over the checkpoints; restore: the whole checkpoint read back\n";
   }
   os << "  write " << gbps_text(s.write_gbps) << ", read " << gbps_text(s.read_gbps)
-     << " aggregate (median); restore of the whole checkpoint " << s_text(s.restore_s) << '\n';
-  os << "  per rank: open " << s_text(s.open_s) << ", write " << s_text(s.write_s) << ", fsync "
+     << " aggregate (median); restore of the whole checkpoint " << s_text(s.restore_s)
+     << "; per rank: open " << s_text(s.open_s) << ", write " << s_text(s.write_s) << ", fsync "
      << s_text(s.fsync_s) << ", close " << s_text(s.close_s) << "; read " << s_text(s.read_s)
      << '\n';
   if (s.world > 1) {

@@ -5,7 +5,7 @@
 //    wrong byte names the shard, its writer and reader (rank and host) and the offset
 //    (corruption: exit 3);
 //  - checkpoint.storage: a node-local file system under a checkpoint of several hosts (a restore
-//    elsewhere cannot read it);
+//    elsewhere cannot read it), a warning said only then (coverage names the file system);
 //  - checkpoint.bandwidth: aggregate write and read GB/s (IOR's rule) against
 //    checkpoint.expected_write_gbps / expected_read_gbps;
 //  - checkpoint.stragglers: ranks whose write or read is consistently slower than the others'

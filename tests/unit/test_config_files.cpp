@@ -54,7 +54,8 @@ TEST(ConfigFiles, SmokeYamlIsTheBuiltInDefault) {
   const Config smoke = load_config_file(kConfigs + "smoke.yaml");
   EXPECT_EQ(to_yaml(smoke), to_yaml(default_config()));
   EXPECT_EQ(smoke, default_config());
-  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "collectives", "gemm", "train"}));
+  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "collectives", "gemm", "train",
+                                                   "checkpoint"}));
   EXPECT_EQ(smoke.collectives.sizes.spec, "8:1M");
   EXPECT_DOUBLE_EQ(smoke.timeouts.phase_s, 60);
   EXPECT_DOUBLE_EQ(smoke.timeouts.run_s, 600);
@@ -65,7 +66,7 @@ TEST(ConfigFiles, FullYamlLoadsAndShowsTheRealDefaults) {
   Config expected;
   // The phases this version implements (phases/phase.cpp); e2e.readme runs full.yaml, so a
   // phase listed there that does not run fails that test.
-  expected.phases = {"inventory", "collectives", "gemm", "train"};
+  expected.phases = {"inventory", "collectives", "gemm", "train", "checkpoint"};
   EXPECT_EQ(to_yaml(full), to_yaml(expected));
   EXPECT_EQ(full, expected);
 }

@@ -15,11 +15,13 @@ packages=(
   python3 python3-h5py python3-pandas python3-jsonschema python3-prometheus-client
   slurmctld slurmd slurm-client munge
   clang libclang-rt-14-dev llvm
+  fio
 )
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
 # llvm: llvm-symbolizer, so sanitizer reports name functions and lines.
 # python3-jsonschema, python3-prometheus-client: the e2e tests validate the JSON report against
 # docs/report-schema.json and parse the Prometheus textfile with the client's own parser.
+# fio: the baseline bench/bench_checkpoint.sh measures the checkpoint phase against.
 
 missing=()
 for p in "${packages[@]}"; do

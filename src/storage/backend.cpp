@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "core/error.hpp"
@@ -24,6 +25,18 @@ double now_s() {
 // long (a sleep, so a rank sharing cores with others takes no CPU from them).
 void slow_down(double factor, double took) {
   if (factor > 1) std::this_thread::sleep_for(std::chrono::duration<double>((factor - 1) * took));
+}
+
+// After the timed close: this rank's range out of the page cache, so the restore reads storage.
+// True when the kernel accepted it (only written-back pages go: the write was fsynced).
+bool drop_cache(const ShardTarget& t, std::uint64_t bytes) {
+  try {
+    File f(t.file, O_RDONLY | O_NOFOLLOW, t.where);
+    return ::posix_fadvise(f.fd(), static_cast<off_t>(t.offset), static_cast<off_t>(bytes),
+                           POSIX_FADV_DONTNEED) == 0;
+  } catch (const RuntimeFault&) {
+    return false;
+  }
 }
 
 class PosixBackend final : public ShardBackend {
@@ -55,12 +68,11 @@ class PosixBackend final : public ShardBackend {
     slow_down(t.slow_factor, next - at);
     next = now_s();
     out.fsync_s = next - at;
-    // Outside the timed close: the next read must come from storage, not the page cache.
-    out.cache_dropped = f.drop_cache();
     at = now_s();
     f.close();
     out.end_s = now_s();
     out.close_s = out.end_s - at;
+    out.cache_dropped = drop_cache(t, data.size());
     return out;
   }
 
@@ -155,15 +167,7 @@ class MpiioBackend final : public ShardBackend {
     mpiio_check(MPI_File_close(&fh), "MPI_File_close", t);
     out.end_s = now_s();
     out.close_s = out.end_s - at;
-    // This rank's range out of the page cache, as the POSIX backends do (after the timed close).
-    try {
-      File f(t.file, O_RDONLY | O_NOFOLLOW, t.where);
-      out.cache_dropped =
-          ::posix_fadvise(f.fd(), static_cast<off_t>(t.offset), static_cast<off_t>(data.size()),
-                          POSIX_FADV_DONTNEED) == 0;
-    } catch (const RuntimeFault&) {
-      out.cache_dropped = false;
-    }
+    out.cache_dropped = drop_cache(t, data.size());
     return out;
   }
 
@@ -232,6 +236,8 @@ AlignedBuffer::AlignedBuffer(std::uint64_t bytes, std::uint64_t align) : bytes_(
   if (data_ == nullptr) {
     throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes for a checkpoint shard");
   }
+  // Touched now, so no timed read pays the page faults of a fresh buffer.
+  std::memset(data_, 0, bytes);
 }
 
 AlignedBuffer::~AlignedBuffer() {

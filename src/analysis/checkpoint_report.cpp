@@ -121,6 +121,7 @@ std::string shard_text(const CkptData& d, std::size_t iter, std::int64_t writer)
 std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
   std::vector<Finding> out;
   std::size_t verified = 0, unverified = 0;
+  double verified_bytes = 0;
   for (std::size_t i = 0; i < d.iters; ++i) {
     for (std::size_t r = 0; r < d.world; ++r) {
       const std::int64_t v = d.verify[d.at(i, r)];
@@ -129,6 +130,7 @@ std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
         continue;
       }
       ++verified;
+      verified_bytes += static_cast<double>(d.bytes[static_cast<std::size_t>(d.source[r])]);
       if (v == 1) continue;
       const std::int64_t writer = d.source[r];
       Finding f =
@@ -156,9 +158,7 @@ std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
     Finding f = run_finding(
         "checkpoint.verify", CheckStatus::kPass,
         "every byte of " + std::to_string(verified) + " restored shard(s) (" +
-            size_text(static_cast<double>(verified) *
-                      static_cast<double>(d.bytes.empty() ? 0 : d.bytes[0])) +
-            ") matched its committed checksums" +
+            size_text(verified_bytes) + ") matched its committed checksums" +
             (unverified > 0 ? "; " + std::to_string(unverified) + " not verified" : ""));
     f.value = static_cast<double>(verified);
     f.unit = "shards";
@@ -200,7 +200,15 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   s.iters = d.iters;
   s.world = d.world;
   for (std::int64_t b : d.bytes) s.total_bytes += static_cast<double>(b);
-  s.bytes_per_rank = d.world > 0 ? s.total_bytes / static_cast<double>(d.world) : 0;
+  if (!d.bytes.empty()) {
+    const auto [lo, hi] = std::minmax_element(d.bytes.begin(), d.bytes.end());
+    s.bytes_per_rank = static_cast<double>(*hi);
+    s.shards = *lo == *hi
+                   ? std::to_string(d.world) + " x " + size_text(s.bytes_per_rank)
+                   : std::to_string(d.world) + " shards of " + size_text(static_cast<double>(*lo)) +
+                         " to " + size_text(s.bytes_per_rank) + ", " + size_text(s.total_bytes) +
+                         " in all";
+  }
   if (d.iters == 0) {
     out.findings.push_back(run_finding("checkpoint.coverage", CheckStatus::kFail,
                                        "nothing measured: no checkpoint iteration was recorded"));
@@ -244,8 +252,7 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   for (std::int64_t v : d.dropped) not_dropped += v == 0 ? 1 : 0;
   Finding cov = run_finding(
       "checkpoint.coverage", CheckStatus::kPass,
-      std::to_string(d.iters) + " checkpoint(s) of " + std::to_string(d.world) + " x " +
-          size_text(s.bytes_per_rank) + " (" + d.api + " " + d.layout +
+      std::to_string(d.iters) + " checkpoint(s) of " + s.shards + " (" + d.api + " " + d.layout +
           (d.direct ? ", O_DIRECT" : "") + (d.fsync_on ? ", fsync" : ", no fsync") + ") on " +
           d.fs_type + (d.fs_mount.empty() ? "" : " " + d.fs_mount) +
           (d.node_local ? " (node-local" + std::string(hosts.size() > 1 ? ")" : ", one host)")
@@ -357,8 +364,7 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
 
 std::string checkpoint_title(const CheckpointFindings& cf) {
   const CheckpointSummary& s = cf.summary;
-  return "checkpoint (" + s.api + " " + s.layout + " on " + s.fs_type + "; " +
-         std::to_string(s.world) + " x " + size_text(s.bytes_per_rank) + "; " +
+  return "checkpoint (" + s.api + " " + s.layout + " on " + s.fs_type + "; " + s.shards + "; " +
          std::to_string(s.iters) + (s.iters == 1 ? " iteration)" : " iterations)");
 }
 

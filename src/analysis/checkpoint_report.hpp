@@ -22,7 +22,8 @@ namespace shakedown {
 struct CheckpointSummary {
   std::string layout, api, fs_type, dir, kept;
   std::size_t iters = 0, world = 0;
-  double bytes_per_rank = 0, total_bytes = 0;
+  double bytes_per_rank = 0, total_bytes = 0;  // the largest shard; all of them
+  std::string shards;  // "4 x 8 MiB", or "8 shards of 12 MiB to 48 MiB" (checkpoint.from_train)
   double write_gbps = 0, read_gbps = 0;  // aggregate, median over iterations
   double restore_s = 0;                  // the whole checkpoint read back, median
   // Medians over every rank's iterations, seconds.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "app/app.hpp"
 #include "app/common.hpp"
@@ -38,13 +39,14 @@ void print_layout(const PlanOptions& options) {
 std::vector<std::string> train_sets(const PlanOptions& o) {
   std::vector<std::string> sets = o.sets;
   auto add = [&](const char* key, const auto& value) {
-    if (value) sets.push_back(std::string("train.") + key + "=" + [&] {
-      if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
-        return *value;
-      } else {
-        return std::to_string(*value);
-      }
-    }());
+    if (value)
+      sets.push_back(std::string("train.") + key + "=" + [&] {
+        if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
+          return *value;
+        } else {
+          return std::to_string(*value);
+        }
+      }());
   };
   add("model", o.model);
   add("layers", o.layers);
@@ -70,9 +72,8 @@ std::string describe(const train::ModelShape& s) {
               : "") +
          ", hidden " + std::to_string(s.hidden) + ", heads " + std::to_string(s.heads) + "/" +
          std::to_string(s.kv_heads) + " kv, ffn " + std::to_string(s.ffn_hidden) + " " +
-         (s.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu") + ", vocab " +
-         std::to_string(s.vocab) + ", " +
-         fixed(static_cast<double>(train::parameter_count(s)) / 1e9, 2) + " B parameters)";
+         (s.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu") + ", vocab " + std::to_string(s.vocab) +
+         ", " + fixed(static_cast<double>(train::parameter_count(s)) / 1e9, 2) + " B parameters)";
 }
 
 void print_budget_text(const train::MemoryBudget& b, const std::string& heading,
@@ -105,8 +106,12 @@ void print_budget_text(const train::MemoryBudget& b, const std::string& heading,
 nlohmann::ordered_json budget_json(const train::MemoryBudget& b, const train::ModelShape& s) {
   nlohmann::ordered_json j;
   j["kind"] = b.inference ? "inference" : "training";
-  j["model"] = {{"name", s.name},       {"layers", s.layers},     {"hidden", s.hidden},
-                {"ffn_hidden", s.ffn_hidden}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
+  j["model"] = {{"name", s.name},
+                {"layers", s.layers},
+                {"hidden", s.hidden},
+                {"ffn_hidden", s.ffn_hidden},
+                {"heads", s.heads},
+                {"kv_heads", s.kv_heads},
                 {"vocab", s.vocab},
                 {"mlp", s.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu"},
                 {"parameters", train::parameter_count(s)}};
@@ -155,8 +160,8 @@ void print_budget(const PlanOptions& o) {
     q.weight_bytes = o.weight_bytes;
     budget = train::inference_budget(q, device.bytes);
     setting = "inference: tp " + std::to_string(t.tp) + ", context " + std::to_string(o.context) +
-              ", concurrency " + std::to_string(o.concurrency) + ", " +
-              fixed(o.weight_bytes, 1) + " B per weight";
+              ", concurrency " + std::to_string(o.concurrency) + ", " + fixed(o.weight_bytes, 1) +
+              " B per weight";
     largest_what = "concurrency";
   } else {
     train::TrainingRequest q;
@@ -175,12 +180,37 @@ void print_budget(const PlanOptions& o) {
     largest_what = "micro-batch";
   }
   budget.device = device.name;
+  // The checkpoint this training config writes (checkpoint.from_train sizes its shards so).
+  std::optional<train::Parallel> trained;
+  if (!o.inference) trained = train::check_parallel(shape, t, layout_facts(o, t));
   if (o.format == "json") {
     nlohmann::ordered_json j = budget_json(budget, shape);
     j["setting"] = setting;
+    if (trained) {
+      const train::CheckpointShard first = train::checkpoint_shard(shape, *trained, 0);
+      const train::CheckpointShard other = train::checkpoint_shard(shape, *trained, 1);
+      j["checkpoint"] = {{"dp_rank0_bytes", first.total()},
+                         {"other_rank_bytes", trained->dp > 1 ? other.total() : 0},
+                         {"total_bytes", train::checkpoint_bytes(shape, *trained)}};
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     print_budget_text(budget, describe(shape), setting, largest_what);
+    if (trained) {
+      const train::CheckpointShard first = train::checkpoint_shard(shape, *trained, 0);
+      const train::CheckpointShard other = train::checkpoint_shard(shape, *trained, 1);
+      std::printf(
+          "checkpoint (DLIO's sizing, checkpoint.from_train): %.2f GiB on %d GPUs; per "
+          "rank %.2f GiB on DP rank 0 (bf16 model %.2f + fp32 optimizer %.2f)",
+          static_cast<double>(train::checkpoint_bytes(shape, *trained)) / kGiB,
+          trained->tp * trained->dp, static_cast<double>(first.total()) / kGiB,
+          static_cast<double>(first.model_bytes) / kGiB,
+          static_cast<double>(first.optimizer_bytes) / kGiB);
+      if (trained->dp > 1) {
+        std::printf(", %.2f GiB on the others", static_cast<double>(other.total()) / kGiB);
+      }
+      std::printf("\n");
+    }
   }
 }
 
@@ -201,8 +231,9 @@ int plan_command(const PlanOptions& options) {
     throw UsageError("plan: --nodes and --ranks-per-node go together (a layout needs both)");
   }
   if (layout && options.format == "json") {
-    throw UsageError("plan: --format json is for the memory budget; leave out --nodes and "
-                     "--ranks-per-node, or print the layout as text");
+    throw UsageError(
+        "plan: --format json is for the memory budget; leave out --nodes and "
+        "--ranks-per-node, or print the layout as text");
   }
   if (layout) print_layout(options);
   if (layout && memory) std::cout << "\n";

@@ -126,6 +126,7 @@ struct CheckpointConfig {
   std::string api = "posix";                // posix | mpiio
   std::string layout = "file_per_process";  // file_per_process | shared_file
   std::uint64_t bytes_per_rank = 64ull << 20;
+  bool from_train = false;  // shard sizes from train: (DLIO's rules) instead of bytes_per_rank
   std::uint64_t block_size = 4ull << 20;
   int iters = 2;
   bool fsync = true;

@@ -361,7 +361,7 @@ class Loader {
                    config_detail::format_real(timeouts.run_s) + "; start-up is part of the run");
     }
     const CheckpointConfig& checkpoint = config_.checkpoint;
-    if (checkpoint.block_size > checkpoint.bytes_per_rank) {
+    if (!checkpoint.from_train && checkpoint.block_size > checkpoint.bytes_per_rank) {
       conflict("checkpoint.block_size", "checkpoint.bytes_per_rank",
                "checkpoint.block_size = " + format_size(checkpoint.block_size) +
                    " is larger than checkpoint.bytes_per_rank = " +

@@ -484,6 +484,7 @@ SectionSpec checkpoint_section() {
            field("api", section, &S::api, ChoiceRule{{"posix", "mpiio"}}),
            field("layout", section, &S::layout, ChoiceRule{{"file_per_process", "shared_file"}}),
            field("bytes_per_rank", section, &S::bytes_per_rank, SizeRule{1}),
+           field("from_train", section, &S::from_train, BoolRule{}),
            field("block_size", section, &S::block_size, SizeRule{1}),
            field("iters", section, &S::iters, IntRule{1, 1000}),
            field("fsync", section, &S::fsync, BoolRule{}),

@@ -29,6 +29,8 @@
 #include "storage/backend.hpp"
 #include "storage/files.hpp"
 #include "storage/shard.hpp"
+#include "train/memory.hpp"
+#include "train/model.hpp"
 
 namespace shakedown {
 
@@ -110,6 +112,22 @@ fs::path make_root(PhaseEnv& env, Made& made, const std::string& where) {
   return bcast_string(env.ctx.world(), 0, chosen);
 }
 
+// This rank's shard: checkpoint.bytes_per_rank, or (from_train) its share of the train config's
+// checkpoint, numbered by TP group as the train phase numbers its DP replicas.
+std::uint64_t shard_bytes(const PhaseEnv& env) {
+  const CheckpointConfig& cfg = env.config.checkpoint;
+  if (!cfg.from_train) return cfg.bytes_per_rank;
+  const Context& ctx = env.ctx;
+  const train::ModelShape shape = train::model_shape(env.config.train);
+  const train::Parallel parallel = train::check_parallel(
+      shape, env.config.train,
+      train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/false, /*known=*/true});
+  const int tp = parallel.tp;
+  const int dp_rank =
+      tp == 1 ? ctx.rank() : ctx.node_index() * (ctx.ranks_per_node() / tp) + ctx.local_rank() / tp;
+  return std::max<std::uint64_t>(1, train::checkpoint_shard(shape, parallel, dp_rank).total());
+}
+
 }  // namespace
 
 void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg) {
@@ -154,10 +172,12 @@ void run_checkpoint(PhaseEnv& env) {
                  "node cannot read it; point it at the parallel file system\n",
                  fsi.type.c_str());
   }
-  const std::uint64_t bytes = cfg.bytes_per_rank, block = cfg.block_size;
+  const std::uint64_t block = cfg.block_size;
+  std::uint64_t bytes = agreed(world, [&] { return shard_bytes(env); });
   if (cfg.direct_io) {
     agreed(world, [&] {
       const std::uint64_t a = std::max<std::uint64_t>(fsi.dio_offset_align, 512);
+      if (cfg.from_train) bytes = (bytes + a - 1) / a * a;  // O_DIRECT writes whole blocks
       if (block % a != 0 || bytes % a != 0) {
         throw UsageError("checkpoint.direct_io: O_DIRECT on " + root.string() + " (" + fsi.type +
                          ") needs checkpoint.block_size and bytes_per_rank in multiples of " +
@@ -172,7 +192,17 @@ void run_checkpoint(PhaseEnv& env) {
   const auto corrupt = env.faults.find("corrupt", rank, "checkpoint");
   const int source = source_rank(ctx, rank);
 
-  storage::AlignedBuffer out(bytes, fsi.dio_mem_align), in(bytes, fsi.dio_mem_align);
+  // Shards may differ (from_train): the largest sizes the restore buffer and the collective
+  // MPI-IO calls; a shared file holds them one after the other.
+  std::uint64_t max_bytes = 0, offset = 0;
+  SD_MPI_CHECK(MPI_Allreduce(&bytes, &max_bytes, 1, MPI_UINT64_T, MPI_MAX, world));
+  SD_MPI_CHECK(MPI_Exscan(&bytes, &offset, 1, MPI_UINT64_T, MPI_SUM, world));
+  if (rank == 0) offset = 0;  // MPI_Exscan leaves rank 0's undefined
+  const std::vector<std::uint64_t> all_bytes =
+      gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(&bytes, 1));
+  const std::vector<std::uint64_t> all_offsets =
+      gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(&offset, 1));
+  storage::AlignedBuffer out(bytes, fsi.dio_mem_align), in(max_bytes, fsi.dio_mem_align);
   Progress progress("checkpoint", cfg.iters, env.progress);
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
@@ -202,8 +232,9 @@ void run_checkpoint(PhaseEnv& env) {
     const std::vector<std::uint64_t> sums = storage::block_checksums(out.span(), block);
     storage::ShardTarget t;
     t.file = step_dir / shard_name;
-    t.offset = shared ? static_cast<std::uint64_t>(rank) * bytes : 0;
+    t.offset = shared ? offset : 0;
     t.block = block;
+    t.calls = (max_bytes + block - 1) / block;
     t.fsync = cfg.fsync;
     t.direct = cfg.direct_io;
     t.slow_factor = slow ? slow->factor : 1;
@@ -216,8 +247,10 @@ void run_checkpoint(PhaseEnv& env) {
     fail_cleanly([&] { w = backend->write(t, out.span()); });
 
     // ---- commit: the metadata's existence says the checkpoint is whole ----
-    std::vector<std::uint64_t> all_sums =
-        gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(sums));
+    std::vector<std::uint64_t> padded = sums;  // every rank sends the most blocks of any
+    padded.resize(t.calls, 0);
+    const std::vector<std::uint64_t> all_sums =
+        gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(padded));
     const std::vector<std::string> hosts = [&] {
       std::vector<char> name(256, '\0');
       const std::string h = local_hostname();
@@ -237,15 +270,16 @@ void run_checkpoint(PhaseEnv& env) {
       meta.layout = cfg.layout;
       meta.api = cfg.api;
       meta.block_size = block;
-      const std::size_t nb = sums.size(), W = static_cast<std::size_t>(ctx.world_size());
+      const std::size_t W = static_cast<std::size_t>(ctx.world_size());
       for (std::size_t r = 0; r < W; ++r) {
         storage::ShardMeta s;
         s.rank = static_cast<int>(r);
         s.host = hosts[r];
         s.file = shared ? "shared.bin" : "rank_" + std::to_string(r) + ".shard";
-        s.offset = shared ? r * bytes : 0;
-        s.bytes = bytes;
-        for (std::size_t b = 0; b < nb; ++b) s.checksums.push_back(all_sums[b * W + r]);
+        s.offset = shared ? all_offsets[r] : 0;
+        s.bytes = all_bytes[r];
+        const std::size_t blocks = (s.bytes + block - 1) / block;
+        for (std::size_t b = 0; b < blocks; ++b) s.checksums.push_back(all_sums[b * W + r]);
         meta.shards.push_back(std::move(s));
       }
       made.files.file(meta_path);
@@ -283,14 +317,20 @@ void run_checkpoint(PhaseEnv& env) {
         throw RuntimeFault(meta_path.string() + " has no shard of rank " + std::to_string(source));
       }
       src = meta.shards[static_cast<std::size_t>(source)];
+      if (src.bytes > max_bytes) {
+        throw RuntimeFault(meta_path.string() + ": rank " + std::to_string(source) +
+                           "'s shard is " + std::to_string(src.bytes) +
+                           " bytes, more than any rank wrote (damaged metadata)");
+      }
     });
     storage::ShardTarget rt = t;
     rt.file = step_dir / src.file;
     rt.offset = src.offset;
     rt.fsync = false;
-    fail_cleanly([&] { rd = backend->read(rt, in.span()); });
+    const std::span<std::byte> got = in.span().subspan(0, src.bytes);
+    fail_cleanly([&] { rd = backend->read(rt, got); });
     std::int64_t bad = -1;
-    if (cfg.verify) bad = verify_shard(in.span(), src, block, n);
+    if (cfg.verify) bad = verify_shard(got, src, block, n);
 
     mine.open.push_back(w.open_s);
     mine.write.push_back(w.io_s);

@@ -144,7 +144,9 @@ class MpiioBackend final : public ShardBackend {
     double at = now_s();
     out.open_s = at - out.start_s;
     try {
-      for (std::uint64_t done = 0; done < data.size(); done += t.block) {
+      const std::uint64_t own = (data.size() + t.block - 1) / t.block;
+      for (std::uint64_t c = 0; c < std::max(own, t.calls); ++c) {
+        const std::uint64_t done = std::min<std::uint64_t>(c * t.block, data.size());
         const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
         const double b0 = now_s();
         MPI_Status st;
@@ -180,7 +182,9 @@ class MpiioBackend final : public ShardBackend {
     double at = now_s();
     out.open_s = at - out.start_s;
     try {
-      for (std::uint64_t done = 0; done < data.size(); done += t.block) {
+      const std::uint64_t own = (data.size() + t.block - 1) / t.block;
+      for (std::uint64_t c = 0; c < std::max(own, t.calls); ++c) {
+        const std::uint64_t done = std::min<std::uint64_t>(c * t.block, data.size());
         const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
         const double b0 = now_s();
         MPI_Status st;

@@ -16,6 +16,8 @@ struct ShardTarget {
   std::filesystem::path file;  // the shard, or the shared file
   std::uint64_t offset = 0;    // where this rank's shard starts in it
   std::uint64_t block = 0;     // bytes per write or read call
+  std::uint64_t calls = 0;     // MPI-IO: collective calls every rank makes (the most blocks of
+                               // any rank; a rank with fewer passes 0 bytes); 0: its own blocks
   bool fsync = true;           // fsync (MPI_File_sync) before the write counts as done
   bool direct = false;         // O_DIRECT (POSIX only)
   double slow_factor = 1;      // --inject slow: each block takes this many times as long

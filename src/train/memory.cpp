@@ -38,15 +38,14 @@ std::string num(double v) {
 void finish(MemoryBudget& b, double device_bytes, const std::string& device) {
   double allocated = 0;
   for (const MemoryItem& item : b.items) allocated += item.bytes;
-  b.items.push_back({"fragmentation margin", kFragmentation * allocated,
-                     "10% of the above (caching allocator)"});
+  b.items.push_back(
+      {"fragmentation margin", kFragmentation * allocated, "10% of the above (caching allocator)"});
   b.total_bytes = allocated * (1 + kFragmentation);
   b.device_bytes = device_bytes;
   b.device = device;
   b.fits = device_bytes > 0 && b.total_bytes <= device_bytes;
   b.headroom_bytes = device_bytes > 0 ? device_bytes - b.total_bytes : 0;
 }
-
 
 // The largest n in [1, limit] whose budget fits the device (0 if none): every budget grows with
 // n (micro-batch, concurrency), so a doubling then a bisection finds it.
@@ -119,7 +118,8 @@ double layer_activation_bytes(const ModelShape& s, const Parallel& p, std::int64
   const double t = p.tp;
   const double mlp = (s.mlp == Mlp::kSwiglu ? 6.0 : 4.0) * static_cast<double>(s.ffn_hidden) /
                      static_cast<double>(s.hidden);
-  const double scores = 5.0 * s.heads * static_cast<double>(seq_len) / static_cast<double>(s.hidden);
+  const double scores =
+      5.0 * s.heads * static_cast<double>(seq_len) / static_cast<double>(s.hidden);
   if (recompute == Recompute::kFull) return p.sequence_parallel ? 2 * sbh / t : 2 * sbh;
   const double kept_scores = recompute == Recompute::kNone ? scores : 0.0;
   if (p.sequence_parallel) return sbh / t * (18 + mlp + kept_scores);
@@ -184,10 +184,11 @@ MemoryBudget inference_budget(const InferenceRequest& q, double device_bytes) {
     b.items.push_back({"KV cache bf16", kv,
                        "2 x layers x kv_heads / tp x head_dim x context x concurrency x 2 B"});
     // One layer's forward working set for a decode step of every sequence, and the logits.
-    const double work = static_cast<double>(concurrency) *
-                        (4.0 * static_cast<double>(q.shape.fc1_width()) / q.tp +
-                         4.0 * static_cast<double>(q.shape.vocab) / q.tp);
-    b.items.push_back({"activations (decode step)", work, "fp32 FC1 output and logits per sequence"});
+    const double work =
+        static_cast<double>(concurrency) * (4.0 * static_cast<double>(q.shape.fc1_width()) / q.tp +
+                                            4.0 * static_cast<double>(q.shape.vocab) / q.tp);
+    b.items.push_back(
+        {"activations (decode step)", work, "fp32 FC1 output and logits per sequence"});
     b.items.push_back({"communication buffers", q.tp > 1 ? kNcclPerCommunicator : 0.0,
                        q.tp > 1 ? "1 NCCL communicator (TP)" : "none (tp = 1)"});
     push_fixed_items(b);
@@ -215,6 +216,23 @@ DeviceMemory parse_device_memory(const std::string& text) {
   }
   throw UsageError("--gpu: '" + text + "' is neither a GPU (" + names +
                    ") nor a memory size in GiB (e.g. 80)");
+}
+
+CheckpointShard checkpoint_shard(const ModelShape& shape, const Parallel& parallel, int dp_rank) {
+  const std::uint64_t n = rank_parameters(shape, parallel.tp).total();
+  CheckpointShard out;
+  if (dp_rank == 0) out.model_bytes = 2 * n;
+  const std::uint64_t dp = static_cast<std::uint64_t>(std::max(1, parallel.dp));
+  out.optimizer_bytes = parallel.zero > 0 ? 12 * ((n + dp - 1) / dp) : 12 * n;
+  return out;
+}
+
+std::uint64_t checkpoint_bytes(const ModelShape& shape, const Parallel& parallel) {
+  std::uint64_t total = 0;
+  for (int d = 0; d < std::max(1, parallel.dp); ++d) {
+    total += checkpoint_shard(shape, parallel, d).total() * static_cast<std::uint64_t>(parallel.tp);
+  }
+  return total;
 }
 
 }  // namespace shakedown::train

@@ -78,4 +78,17 @@ struct DeviceMemory {
 };
 DeviceMemory parse_device_memory(const std::string& text);
 
+// One rank's share of a training checkpoint, as DLIO sizes it (checkpoint.from_train): model state
+// in bf16 (2 B per parameter of the rank's TP slice), written by DP rank 0 only (the replicas
+// hold the same weights); optimizer state in fp32, master weights and Adam's two moments (12 B
+// per parameter), written by every rank: its TP slice's in full with zero 0, a 1/dp shard of it
+// with zero 1.
+struct CheckpointShard {
+  std::uint64_t model_bytes = 0, optimizer_bytes = 0;
+  std::uint64_t total() const { return model_bytes + optimizer_bytes; }
+};
+CheckpointShard checkpoint_shard(const ModelShape& shape, const Parallel& parallel, int dp_rank);
+// The whole checkpoint over tp x dp ranks.
+std::uint64_t checkpoint_bytes(const ModelShape& shape, const Parallel& parallel);
+
 }  // namespace shakedown::train

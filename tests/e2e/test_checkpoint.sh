@@ -73,6 +73,26 @@ for n in 2 3; do
   expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of $n restored shard\(s\)" "mpiio $n verified"
 done
 
+# Shards sized from the train config (DLIO's rules: DP rank 0 also writes the bf16 model), so they
+# differ; through MPI-IO every rank still makes the same collective calls. The total is what
+# `shakedown plan` says this config's checkpoint is.
+model=(--set train.hidden=128 --set train.heads=4 --set train.layers=2 --set train.vocab=1024)
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --phases checkpoint --set checkpoint.from_train=true \
+  "${model[@]}" --set checkpoint.layout=shared_file --set checkpoint.api=mpiio \
+  --set checkpoint.block_size=64KiB --set "checkpoint.dir=$dir" --report json --out "$TMP/t.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "from_train shards through MPI-IO"
+expect_in "$TMP/stdout" "^checkpoint \(mpiio shared_file on [a-z0-9]+; 4 shards of [0-9.]+ [KM]iB to [0-9.]+ [KM]iB, " "unequal shards said"
+expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of 4 restored shard\(s\)" "unequal shards verified"
+"$SHAKEDOWN" plan --model custom "${model[@]}" --dp 4 --format json >"$TMP/plan.json"
+expect_rc 0 $? "plan of the same config"
+/usr/bin/python3 - "$TMP/t.json" "$TMP/plan.json" <<'EOF' || fail "the checkpoint's bytes should be the plan's"
+import json, sys
+run, plan = json.load(open(sys.argv[1]))["checkpoint"], json.load(open(sys.argv[2]))["checkpoint"]
+assert run["total_bytes"] == plan["total_bytes"], (run, plan)
+assert run["bytes_per_rank"] == plan["dp_rank0_bytes"] > plan["other_rank_bytes"] > 0, (run, plan)
+EOF
+
 # O_DIRECT: runs where the file system takes it; elsewhere a clear refusal (exit 2).
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set checkpoint.direct_io=true \
   --set "checkpoint.dir=$dir" --out "$TMP/d.h5" >"$TMP/stdout" 2>"$TMP/stderr"

@@ -44,16 +44,16 @@ TEST(TrainMemory, RankParametersSplitTheLinearsAndTheVocabulary) {
 TEST(TrainMemory, TrainingBudgetByHand) {
   const MemoryBudget b = training_budget(small_request(), 0);
   // 45,356,032 parameters on this rank.
-  EXPECT_DOUBLE_EQ(item(b, "weights bf16"), 2.0 * 45'356'032);            // 90,712,064
+  EXPECT_DOUBLE_EQ(item(b, "weights bf16"), 2.0 * 45'356'032);  // 90,712,064
   EXPECT_DOUBLE_EQ(item(b, "FP8 weights + transposed copies"), 2.0 * 12'582'912);
-  EXPECT_DOUBLE_EQ(item(b, "gradients fp32"), 4.0 * 45'356'032);          // 181,424,128
-  EXPECT_DOUBLE_EQ(item(b, "master weights fp32"), 4.0 * 45'356'032);     // zero 0: whole
-  EXPECT_DOUBLE_EQ(item(b, "Adam moments fp32"), 8.0 * 45'356'032);       // 362,848,256
+  EXPECT_DOUBLE_EQ(item(b, "gradients fp32"), 4.0 * 45'356'032);       // 181,424,128
+  EXPECT_DOUBLE_EQ(item(b, "master weights fp32"), 4.0 * 45'356'032);  // zero 0: whole
+  EXPECT_DOUBLE_EQ(item(b, "Adam moments fp32"), 8.0 * 45'356'032);    // 362,848,256
   // TP + selective recompute: s b h (10 + 24 / t) = 512 x 1024 x (10 + 12) = 11,534,336 per
   // layer, x 2 layers.
   EXPECT_DOUBLE_EQ(item(b, "activations"), 2.0 * 11'534'336);
-  EXPECT_DOUBLE_EQ(item(b, "logits fp32"), 4.0 * 512 * 16000);            // 32,768,000
-  EXPECT_DOUBLE_EQ(item(b, "communication buffers"), 2 * 256 * kMiB);      // TP and DP
+  EXPECT_DOUBLE_EQ(item(b, "logits fp32"), 4.0 * 512 * 16000);         // 32,768,000
+  EXPECT_DOUBLE_EQ(item(b, "communication buffers"), 2 * 256 * kMiB);  // TP and DP
   // Sum 2,004,707,328 B, + 10% fragmentation = 2,205,178,060.8 B.
   EXPECT_NEAR(b.total_bytes, 2'205'178'060.8, 1e-3);
   EXPECT_FALSE(b.fits);  // no device given
@@ -76,8 +76,7 @@ TEST(TrainMemory, ActivationsFollowKorthikantiTable) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(q.shape, tp_only, 1, 512, Recompute::kNone),
                    sbh * (10 + 12 + 20));
   // TP + SP: (s b h / t)(34 + 5 a s / h) = sbh / 2 x (34 + 40).
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(q.shape, tp_sp, 1, 512, Recompute::kNone),
-                   sbh / 2 * 74);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(q.shape, tp_sp, 1, 512, Recompute::kNone), sbh / 2 * 74);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(q.shape, tp_sp, 1, 512, Recompute::kSelective),
                    sbh / 2 * 34);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(q.shape, tp_only, 1, 512, Recompute::kFull), 2 * sbh);
@@ -124,6 +123,29 @@ TEST(TrainMemory, DeviceMemoryByNameOrGiB) {
   } catch (const UsageError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("h200-sxm"));
   }
+}
+
+// checkpoint.from_train, DLIO's sizing. Llama-2-7B on one rank (tp 1, dp 1): 6,738,415,616
+// parameters x (2 B bf16 model + 12 B fp32 master and two Adam moments) = 94,337,818,624 B.
+TEST(TrainMemory, CheckpointShardsAsDlioSizesThem) {
+  TrainConfig t;
+  t.model = "llama2-7b";
+  const ModelShape shape = model_shape(t);
+  const CheckpointShard one = checkpoint_shard(shape, Parallel{1, 1, false, 0}, 0);
+  EXPECT_EQ(one.model_bytes, 2ull * 6'738'415'616ull);
+  EXPECT_EQ(one.optimizer_bytes, 12ull * 6'738'415'616ull);
+  EXPECT_EQ(checkpoint_bytes(shape, Parallel{1, 1, false, 0}), 94'337'818'624ull);
+  // tp 2 x dp 4, zero 0: each TP slice of n parameters; DP rank 0 writes 2n + 12n, the other
+  // replicas 12n (their optimizer state; the model state is DP rank 0's alone).
+  const std::uint64_t n = rank_parameters(shape, 2).total();
+  const Parallel zero0{2, 4, false, 0};
+  EXPECT_EQ(checkpoint_shard(shape, zero0, 0).total(), 14 * n);
+  EXPECT_EQ(checkpoint_shard(shape, zero0, 3).total(), 12 * n);
+  EXPECT_EQ(checkpoint_bytes(shape, zero0), 2 * (14 * n + 3 * 12 * n));
+  // zero 1: the optimizer state is sharded over the 4 replicas (rounded up per shard).
+  const Parallel zero1{2, 4, false, 1};
+  EXPECT_EQ(checkpoint_shard(shape, zero1, 0).total(), 2 * n + 12 * ((n + 3) / 4));
+  EXPECT_EQ(checkpoint_shard(shape, zero1, 2).total(), 12 * ((n + 3) / 4));
 }
 
 }  // namespace

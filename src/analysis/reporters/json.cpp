@@ -240,6 +240,7 @@ Json checkpoint_json(const CheckpointFindings& c) {
   j["dir"] = s.dir;
   j["iters"] = s.iters;
   j["bytes_per_rank"] = number(s.bytes_per_rank);
+  j["total_bytes"] = number(s.total_bytes);
   j["write_GBps"] = number(s.write_gbps);
   j["read_GBps"] = number(s.read_gbps);
   j["restore_s"] = number(s.restore_s);

@@ -29,6 +29,9 @@ struct CkptData {
   std::vector<std::int64_t> verify, bad, dropped;      // [I, W]
   std::vector<double> write_gbps, read_gbps, restore;  // [I]
   std::string layout, api, dir, fs_type, fs_mount, kept;
+  bool async = false;
+  std::vector<double> snapshot, step_before, step_during;  // [I, W], async only
+  std::vector<std::int64_t> steps_during;
   bool node_local = false, direct = false, fsync_on = true;
   std::int64_t block = 0;
 
@@ -81,6 +84,17 @@ CkptData read_checkpoint(const RunFile& f) {
   for (std::int64_t s : d.source) {
     if (s < 0 || static_cast<std::size_t>(s) >= d.world) {
       throw RuntimeFault("/checkpoint/reads_shard_of: rank " + std::to_string(s) + " out of range");
+    }
+  }
+  if (f.has(g, c::kSnapshotS)) {
+    d.async = true;
+    d.snapshot = f.read(g, c::kSnapshotS);
+    d.step_before = f.read(g, c::kStepMsBefore);
+    d.step_during = f.read(g, c::kStepMsDuring);
+    d.steps_during = f.read(g, c::kStepsDuring);
+    if (d.snapshot.size() != n || d.step_before.size() != n || d.step_during.size() != n ||
+        d.steps_during.size() != n) {
+      throw RuntimeFault("/checkpoint: async datasets of different shapes");
     }
   }
   d.layout = f.attr_string(g, c::kAttrLayout);
@@ -226,6 +240,19 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   for (std::size_t k = 0; k < write_total.size(); ++k) {
     write_total[k] = d.open[k] + d.write[k] + d.fsync[k] + d.close[k];
   }
+  if (d.async) {
+    s.async = true;
+    s.blocked_s = median(d.snapshot);
+    s.background_write_s = median(write_total);
+    s.step_before_ms = median(d.step_before);
+    std::vector<double> during;
+    for (double v : d.step_during) {
+      if (!std::isnan(v)) during.push_back(v);
+    }
+    s.step_during_ms = during.empty() ? std::nan("") : median(during);
+    std::vector<double> counts(d.steps_during.begin(), d.steps_during.end());
+    s.steps_during = median(counts);
+  }
   for (std::size_t r = 0; r < d.world; ++r) {
     const double w = median(d.column(write_total, r)), rd = median(d.column(d.read, r));
     if (s.slowest_writer < 0 || w > s.slowest_write_s) {
@@ -253,8 +280,9 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   Finding cov = run_finding(
       "checkpoint.coverage", CheckStatus::kPass,
       std::to_string(d.iters) + " checkpoint(s) of " + s.shards + " (" + d.api + " " + d.layout +
-          (d.direct ? ", O_DIRECT" : "") + (d.fsync_on ? ", fsync" : ", no fsync") + ") on " +
-          d.fs_type + (d.fs_mount.empty() ? "" : " " + d.fs_mount) +
+          (d.direct ? ", O_DIRECT" : "") + (d.fsync_on ? ", fsync" : ", no fsync") +
+          (d.async ? ", async" : "") + ") on " + d.fs_type +
+          (d.fs_mount.empty() ? "" : " " + d.fs_mount) +
           (d.node_local ? " (node-local" + std::string(hosts.size() > 1 ? ")" : ", one host)")
                         : " (shared)") +
           ", written, committed and restored " +
@@ -385,6 +413,19 @@ std::string format_checkpoint(const CheckpointFindings& cf, const RunFacts& fact
     os << "  slowest writer " << facts.rank_name(s.slowest_writer) << " "
        << s_text(s.slowest_write_s) << "; slowest reader " << facts.rank_name(s.slowest_reader)
        << " " << s_text(s.slowest_read_s) << '\n';
+  }
+  if (s.async) {
+    os << "  async: training blocked " << s_text(s.blocked_s) << " (snapshot) of a "
+       << s_text(s.background_write_s) << " background write; " << fixed_text(s.steps_during, 0)
+       << " stand-in step(s) ran meanwhile";
+    if (!std::isnan(s.step_during_ms) && s.step_before_ms > 0) {
+      const double change = s.step_during_ms / s.step_before_ms - 1;
+      os << ", " << fixed_text(100 * std::fabs(change), 0)
+         << (change >= 0 ? "% slower" : "% faster") << " than before ("
+         << fixed_text(s.step_before_ms, 2) << " -> "
+         << fixed_text(s.step_during_ms, 2) << " ms)";
+    }
+    os << '\n';
   }
   if (!s.kept.empty()) os << "  kept: " << s.kept << '\n';
   return os.str();

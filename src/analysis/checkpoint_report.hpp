@@ -28,6 +28,12 @@ struct CheckpointSummary {
   double restore_s = 0;                  // the whole checkpoint read back, median
   // Medians over every rank's iterations, seconds.
   double open_s = 0, write_s = 0, fsync_s = 0, close_s = 0, read_s = 0;
+  // checkpoint.async: medians over every rank's checkpoints.
+  bool async = false;
+  double blocked_s = 0;           // training blocked: the snapshot to the host buffer
+  double background_write_s = 0;  // the write the thread did meanwhile (open .. close)
+  double step_before_ms = 0, step_during_ms = 0;  // the stand-in step, NaN: none during
+  double steps_during = 0;
   int slowest_writer = -1, slowest_reader = -1;  // largest median write (open..close) / read
   double slowest_write_s = 0, slowest_read_s = 0;
 };

@@ -132,8 +132,9 @@ struct CheckpointConfig {
   bool fsync = true;
   bool verify = true;
   bool cleanup = true;
-  bool keep = false;               // keep the last checkpoint (cleanup removes the others)
-  bool direct_io = false;          // O_DIRECT (posix api)
+  bool keep = false;       // keep the last checkpoint (cleanup removes the others)
+  bool direct_io = false;  // O_DIRECT (posix api)
+  bool async = false;      // snapshot, then write in a background thread while "training" runs
   double expected_write_gbps = 0;  // aggregate GB/s the storage should reach; 0: not judged
   double expected_read_gbps = 0;
 

@@ -373,6 +373,11 @@ class Loader {
                "checkpoint.api = mpiio writes one shared file, but checkpoint.layout = " +
                    checkpoint.layout + "; set checkpoint.layout: shared_file, or api: posix");
     }
+    if (checkpoint.api == "mpiio" && checkpoint.async) {
+      conflict("checkpoint.async", "checkpoint.api",
+               "checkpoint.async = true needs checkpoint.api = posix (MPI-IO's collective writes "
+               "cannot run in a background thread under this MPI's thread level)");
+    }
     if (checkpoint.api == "mpiio" && checkpoint.direct_io) {
       conflict("checkpoint.direct_io", "checkpoint.api",
                "checkpoint.direct_io = true needs checkpoint.api = posix (MPI-IO opens the file "

@@ -492,6 +492,7 @@ SectionSpec checkpoint_section() {
            field("cleanup", section, &S::cleanup, BoolRule{}),
            field("keep", section, &S::keep, BoolRule{}),
            field("direct_io", section, &S::direct_io, BoolRule{}),
+           field("async", section, &S::async, BoolRule{}),
            field("expected_write_gbps", section, &S::expected_write_gbps,
                  RealRule{0, false, 1e6, false}),
            field("expected_read_gbps", section, &S::expected_read_gbps,

@@ -12,14 +12,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/host.hpp"
+#include "fp8/scaling.hpp"
+#include "fp8/tensor.hpp"
+#include "gemm/engine.hpp"
 #include "phases/phase.hpp"
 #include "record/checkpoint_rows.hpp"
 #include "record/gather.hpp"
@@ -38,6 +43,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // Whose shard `rank` restores: the rank one node on (IOR -C), or the next rank with one node.
 int source_rank(const Context& ctx, int rank) {
   const int world = ctx.world_size();
@@ -50,7 +61,35 @@ struct Samples {
   std::vector<double> open, write, fsync, close, read;
   std::vector<double> write_start, write_end, read_start, read_end;  // aligned, seconds
   std::vector<std::int64_t> verify_ok, bad_offset, cache_dropped;
+  std::vector<double> snapshot, step_before, step_during;  // async only
+  std::vector<std::int64_t> steps_during;
 };
+
+// checkpoint.async's stand-in for training: one FP8 GEMM per "step" on the CPU engine, timed
+// before the checkpoint and while its write runs in the background.
+class TrainingStandIn {
+ public:
+  explicit TrainingStandIn(int threads) : engine_(make_cpu_gemm_engine(threads)) {
+    constexpr std::int64_t kDim = 256;
+    std::vector<float> v(static_cast<std::size_t>(kDim * kDim));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 13) * 0.25f - 1.5f;
+    a_ = fp8::quantize_tensor(v, kDim, kDim, fp8::Format::kE4M3, 1.0f);
+    b_ = fp8::quantize_tensor(v, kDim, kDim, fp8::Format::kE4M3, 1.0f);
+    problem_ = engine_->prepare(a_, b_, GemmOptions{});
+  }
+  double step() {
+    const double t0 = now_us();
+    problem_->run();
+    return (now_us() - t0) * 1e-3;  // ms
+  }
+
+ private:
+  std::unique_ptr<GemmEngine> engine_;
+  fp8::Fp8Tensor a_, b_;
+  std::unique_ptr<GemmProblem> problem_;
+};
+
+constexpr int kStepsBefore = 3;  // baseline steps before each async checkpoint
 
 // What this run created: each rank its shards (and the shared file on rank 0), rank 0 the
 // folders. Removal: files everywhere first, then rank 0's folders (collective).
@@ -203,6 +242,15 @@ void run_checkpoint(PhaseEnv& env) {
   const std::vector<std::uint64_t> all_offsets =
       gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(&offset, 1));
   storage::AlignedBuffer out(bytes, fsi.dio_mem_align), in(max_bytes, fsi.dio_mem_align);
+  std::unique_ptr<storage::AlignedBuffer> staging;
+  std::unique_ptr<TrainingStandIn> stand_in;
+  if (cfg.async) {
+    staging = std::make_unique<storage::AlignedBuffer>(bytes, fsi.dio_mem_align);
+    stand_in = agreed(world, [&] {
+      return std::make_unique<TrainingStandIn>(
+          env.config.gemm.threads > 0 ? env.config.gemm.threads : default_gemm_threads(ctx));
+    });
+  }
   Progress progress("checkpoint", cfg.iters, env.progress);
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
@@ -244,7 +292,35 @@ void run_checkpoint(PhaseEnv& env) {
     // ---- write ----
     SD_MPI_CHECK(MPI_Barrier(world));
     storage::IoTimes w;
-    fail_cleanly([&] { w = backend->write(t, out.span()); });
+    if (!cfg.async) {
+      fail_cleanly([&] { w = backend->write(t, out.span()); });
+    } else {
+      // As frameworks' async checkpointing: training stops only to copy its state to a host
+      // buffer, then goes on while a thread writes the copy.
+      std::vector<double> before, during;
+      for (int i = 0; i < kStepsBefore; ++i) before.push_back(stand_in->step());
+      const double s0 = now_us();
+      std::memcpy(staging->span().data(), out.span().data(), bytes);
+      mine.snapshot.push_back((now_us() - s0) * 1e-6);
+      std::exception_ptr failed;
+      std::atomic<bool> done{false};
+      std::thread writer([&] {
+        try {
+          w = backend->write(t, staging->span());
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        done.store(true, std::memory_order_release);
+      });
+      while (!done.load(std::memory_order_acquire)) during.push_back(stand_in->step());
+      writer.join();
+      fail_cleanly([&] {
+        if (failed) std::rethrow_exception(failed);
+      });
+      mine.step_before.push_back(median_of(before));
+      mine.step_during.push_back(during.empty() ? std::nan("") : median_of(during));
+      mine.steps_during.push_back(static_cast<std::int64_t>(during.size()));
+    }
 
     // ---- commit: the metadata's existence says the checkpoint is whole ----
     std::vector<std::uint64_t> padded = sums;  // every rank sends the most blocks of any
@@ -373,6 +449,13 @@ void run_checkpoint(PhaseEnv& env) {
   rec.verify_ok = gather_int(mine.verify_ok);
   rec.bad_offset = gather_int(mine.bad_offset);
   rec.cache_dropped = gather_int(mine.cache_dropped);
+  rec.async = cfg.async;
+  if (cfg.async) {
+    rec.snapshot_s = gather(mine.snapshot);
+    rec.step_ms_before = gather(mine.step_before);
+    rec.step_ms_during = gather(mine.step_during);
+    rec.steps_during = gather_int(mine.steps_during);
+  }
   const std::int64_t place[2] = {static_cast<std::int64_t>(bytes), source};
   std::vector<std::int64_t> places(ctx.is_root() ? 2 * rec.world : 0);
   SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));

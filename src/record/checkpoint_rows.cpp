@@ -20,6 +20,13 @@ void write_checkpoint(RunWriter& w, const CheckpointRecord& r) {
     w.set_attr(path, c::kAttrFsync, std::int64_t{r.fsync ? 1 : 0});
     w.set_attr(path, c::kAttrDirectIo, std::int64_t{r.direct_io ? 1 : 0});
     w.set_attr(path, c::kAttrKept, r.kept);
+    w.set_attr(path, c::kAttrAsync, std::int64_t{r.async ? 1 : 0});
+    if (r.async) {
+      w.write_array(path, c::kSnapshotS, r.snapshot_s, {it, n});
+      w.write_array(path, c::kStepMsBefore, r.step_ms_before, {it, n});
+      w.write_array(path, c::kStepMsDuring, r.step_ms_during, {it, n});
+      w.write_array(path, c::kStepsDuring, r.steps_during, {it, n});
+    }
     w.write_array(path, c::kBytes, r.bytes, {n});
     w.write_array(path, c::kReadsShardOf, r.reads_shard_of, {n});
     for (const auto& [d, v] : {std::pair{&c::kOpenS, &r.open_s},

@@ -20,6 +20,10 @@ struct CheckpointRecord {
   std::vector<double> write_start_s, write_end_s, read_start_s, read_end_s;
   std::vector<std::int64_t> verify_ok, bad_offset, cache_dropped;
   std::vector<double> write_gbps, read_gbps, restore_s;  // [iters]
+  // checkpoint.async: [iters, world], written only then.
+  bool async = false;
+  std::vector<double> snapshot_s, step_ms_before, step_ms_during;
+  std::vector<std::int64_t> steps_during;
 };
 
 void write_checkpoint(RunWriter& writer, const CheckpointRecord& record);

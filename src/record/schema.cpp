@@ -111,7 +111,11 @@ const std::vector<DatasetSpec>& datasets() {
                                  checkpoint::kCacheDropped.spec,
                                  checkpoint::kWriteGBps.spec,
                                  checkpoint::kReadGBps.spec,
-                                 checkpoint::kRestoreS.spec}) {
+                                 checkpoint::kRestoreS.spec,
+                                 checkpoint::kSnapshotS.spec,
+                                 checkpoint::kStepMsBefore.spec,
+                                 checkpoint::kStepMsDuring.spec,
+                                 checkpoint::kStepsDuring.spec}) {
       v.push_back(d);
     }
     return v;
@@ -214,6 +218,8 @@ constexpr AttrSpec kAttrs[] = {
     {kCheckpointGroup, checkpoint::kAttrDirectIo, "int64", "1: O_DIRECT"},
     {kCheckpointGroup, checkpoint::kAttrKept, "string",
      "the checkpoint left on disk (checkpoint.keep), \"\" none"},
+    {kCheckpointGroup, checkpoint::kAttrAsync, "int64",
+     "1: written by a background thread while training's stand-in ran"},
     {kAnalysisGroup, kAttrVerdict, "string", "the verdict's headline"},
     {kAnalysisGroup, kAttrExitCode, "int64", "0 pass, 1 a check failed, 3 corruption"},
     {kAnalysisGroup, kAttrTested, "string", "what was measured, in words"},

@@ -476,6 +476,20 @@ inline constexpr Dataset<double> kReadGBps{
 inline constexpr Dataset<double> kRestoreS{
     {kCheckpointGroup, "restore_s", Elem::kFloat64, "iters", "s",
      "the whole checkpoint read back: earliest read start to latest read end"}};
+// checkpoint.async only: training's stand-in (one FP8 GEMM per step) around the background write.
+inline constexpr Dataset<double> kSnapshotS{
+    {kCheckpointGroup, "snapshot_s", Elem::kFloat64, "iters, world", "s",
+     "async: training blocked while its state was copied to the host buffer the thread writes",
+     false}};
+inline constexpr Dataset<double> kStepMsBefore{
+    {kCheckpointGroup, "step_ms_before", Elem::kFloat64, "iters, world", "ms",
+     "async: median stand-in training step before the checkpoint", false}};
+inline constexpr Dataset<double> kStepMsDuring{
+    {kCheckpointGroup, "step_ms_during", Elem::kFloat64, "iters, world", "ms",
+     "async: median step while the write ran in the background (NaN: none fitted)", false}};
+inline constexpr Dataset<std::int64_t> kStepsDuring{
+    {kCheckpointGroup, "steps_during", Elem::kInt64, "iters, world", "steps",
+     "async: stand-in steps that ran while the write did", false}};
 // Attributes of /checkpoint.
 inline constexpr const char* kAttrLayout = "layout";
 inline constexpr const char* kAttrApi = "api";
@@ -488,6 +502,7 @@ inline constexpr const char* kAttrBlockSize = "block_size";
 inline constexpr const char* kAttrFsync = "fsync";
 inline constexpr const char* kAttrDirectIo = "direct_io";
 inline constexpr const char* kAttrKept = "kept";
+inline constexpr const char* kAttrAsync = "async";
 }  // namespace checkpoint
 
 // /linkscan gets its descriptors with its phase.

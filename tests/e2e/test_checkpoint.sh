@@ -93,6 +93,23 @@ assert run["total_bytes"] == plan["total_bytes"], (run, plan)
 assert run["bytes_per_rank"] == plan["dp_rank0_bytes"] > plan["other_rank_bytes"] > 0, (run, plan)
 EOF
 
+# Asynchronous: training (a stand-in GEMM loop) blocks only for the snapshot; the write runs in a
+# thread meanwhile. MPI-IO cannot write from a thread here: refused naming both keys.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set checkpoint.async=true --set "checkpoint.dir=$dir" \
+  --report json --out "$TMP/y.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "async checkpoint"
+expect_in "$TMP/stdout" "async: training blocked [0-9.]+ ms \(snapshot\) of a [0-9.]+ m?s background write; [0-9]+ stand-in step\(s\) ran meanwhile" "async line"
+expect_in "$TMP/stdout" "\[PASS\] checkpoint.verify: every byte of 2 restored shard\(s\)" "async checkpoint verified"
+/usr/bin/python3 - "$TMP/y.json" <<'EOF' || fail "async section of the JSON report"
+import json, sys
+a = json.load(open(sys.argv[1]))["checkpoint"]["async"]
+assert 0 < a["blocked_s"] < a["background_write_s"] and a["step_ms_before"] > 0, a
+EOF
+"$SHAKEDOWN" run "${small[@]}" --set checkpoint.async=true --set checkpoint.api=mpiio \
+  --set checkpoint.layout=shared_file --out "$TMP/z.h5" >"$TMP/stdout" 2>&1
+expect_rc 2 $? "async through MPI-IO"
+expect_in "$TMP/stdout" "checkpoint.async.*checkpoint.api = posix" "async + mpiio refused naming the keys"
+
 # O_DIRECT: runs where the file system takes it; elsewhere a clear refusal (exit 2).
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set checkpoint.direct_io=true \
   --set "checkpoint.dir=$dir" --out "$TMP/d.h5" >"$TMP/stdout" 2>"$TMP/stderr"

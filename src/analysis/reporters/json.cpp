@@ -252,6 +252,15 @@ Json checkpoint_json(const CheckpointFindings& c) {
   j["slowest_writer_rank"] = index_or_null(s.slowest_writer);
   j["slowest_reader_rank"] = index_or_null(s.slowest_reader);
   j["kept"] = s.kept.empty() ? Json(nullptr) : Json(s.kept);
+  if (s.async) {
+    j["async"] = {{"blocked_s", number(s.blocked_s)},
+                  {"background_write_s", number(s.background_write_s)},
+                  {"step_ms_before", number(s.step_before_ms)},
+                  {"step_ms_during", number(s.step_during_ms)},
+                  {"steps_during", number(s.steps_during)}};
+  } else {
+    j["async"] = nullptr;
+  }
   return j;
 }
 

@@ -356,8 +356,19 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
     out.findings.push_back(
         run_finding("checkpoint.stragglers", CheckStatus::kSkip, "slow I/O ranks: " + unjudged));
   } else {
-    const std::vector<StragglerCase> cases = {{"write", write_total, d.iters, d.world, 0},
-                                              {"read", d.read, d.iters, d.world, 0}};
+    // Seconds per byte: shards differ with from_train (DP rank 0 also writes the model).
+    std::vector<double> write_rate(write_total.size()), read_rate(d.read.size());
+    for (std::size_t i = 0; i < d.iters; ++i) {
+      for (std::size_t r = 0; r < d.world; ++r) {
+        const double wb = static_cast<double>(std::max<std::int64_t>(1, d.bytes[r]));
+        const double rb = static_cast<double>(
+            std::max<std::int64_t>(1, d.bytes[static_cast<std::size_t>(d.source[r])]));
+        write_rate[d.at(i, r)] = write_total[d.at(i, r)] / wb;
+        read_rate[d.at(i, r)] = d.read[d.at(i, r)] / rb;
+      }
+    }
+    const std::vector<StragglerCase> cases = {{"write", write_rate, d.iters, d.world, 0},
+                                              {"read", read_rate, d.iters, d.world, 0}};
     const std::vector<StragglerEvidence> slow = find_stragglers(cases, limits);
     for (const StragglerEvidence& e : slow) {
       Finding f =
@@ -372,7 +383,8 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
       f.expected = facts.straggler_slowdown();
       f.unit = "fraction slower";
       f.evidence = std::to_string(d.iters) +
-                   " checkpoints, write (open to close) and read, one-sided Mann-Whitney vs the "
+                   " checkpoints, write (open to close) and read time per byte, one-sided "
+                   "Mann-Whitney vs the "
                    "other ranks, Bonferroni-corrected p " +
                    general_text(e.p, 2);
       out.findings.push_back(f);
@@ -422,8 +434,7 @@ std::string format_checkpoint(const CheckpointFindings& cf, const RunFacts& fact
       const double change = s.step_during_ms / s.step_before_ms - 1;
       os << ", " << fixed_text(100 * std::fabs(change), 0)
          << (change >= 0 ? "% slower" : "% faster") << " than before ("
-         << fixed_text(s.step_before_ms, 2) << " -> "
-         << fixed_text(s.step_during_ms, 2) << " ms)";
+         << fixed_text(s.step_before_ms, 2) << " -> " << fixed_text(s.step_during_ms, 2) << " ms)";
     }
     os << '\n';
   }

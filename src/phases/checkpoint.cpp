@@ -43,6 +43,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// MemAvailable from /proc/meminfo, bytes; 0 when it cannot be read.
+double available_memory_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -109,25 +122,23 @@ struct Made {
   }
 };
 
-// Checks one restored shard against the committed checksums and the content it should hold.
-// Returns the first wrong byte, or -1.
+// Checks one restored shard against the committed checksums, then finds the first wrong byte
+// of a failing block from the content it should hold. Returns it, or -1. A block whose content
+// is right but whose checksum is not says the metadata is wrong: its first byte is returned.
 std::int64_t verify_shard(std::span<const std::byte> got, const storage::ShardMeta& meta,
                           std::uint64_t block, int step) {
   const std::vector<std::uint64_t> sums = storage::block_checksums(got, block);
+  if (meta.checksums.size() != sums.size()) return 0;
   std::vector<std::byte> expect;
   for (std::size_t b = 0; b < sums.size(); ++b) {
+    if (sums[b] == meta.checksums[b]) continue;
     const std::uint64_t at = b * block;
     const std::uint64_t n = std::min<std::uint64_t>(block, got.size() - at);
-    const bool sum_ok = b < meta.checksums.size() && sums[b] == meta.checksums[b];
-    // The checksum is the fast path; the content is checked where it fails (to find the byte),
-    // and also where it matches a checksum the metadata might have got from bad data.
-    if (sum_ok) continue;
     expect.resize(n);
     storage::fill_shard(expect, storage::shard_seed(meta.rank, step), at);
     const std::uint64_t d = storage::first_difference(got.subspan(at, n), expect);
-    return static_cast<std::int64_t>(at + std::min(d, n - 1));
+    return static_cast<std::int64_t>(at + (d < n ? d : 0));
   }
-  if (meta.checksums.size() != sums.size()) return static_cast<std::int64_t>(got.size());
   return -1;
 }
 
@@ -198,8 +209,9 @@ void run_checkpoint(PhaseEnv& env) {
   const Context& ctx = env.ctx;
   MPI_Comm world = ctx.world();
   const int rank = ctx.rank();
-  // Storage errors are raised through agreed(), which names the failing rank and host itself.
-  const std::string where;
+  // Storage errors are raised through agreed(), which names a failing rank and host itself,
+  // except rank 0 (the one that reports): its own messages say who it is.
+  const std::string where = rank == 0 ? ctx.describe_rank(0) : "";
   env.watchdog.step("checkpoint: folder");
 
   Made made;
@@ -211,10 +223,20 @@ void run_checkpoint(PhaseEnv& env) {
                  "node cannot read it; point it at the parallel file system\n",
                  fsi.type.c_str());
   }
+  auto fail_cleanly = [&](const std::function<void()>& fn) {
+    try {
+      agreed(world, fn);
+    } catch (...) {
+      // This run's partial checkpoint goes; what was there before stays.
+      made.remove(world, ctx.is_root(), root);
+      throw;
+    }
+  };
   const std::uint64_t block = cfg.block_size;
-  std::uint64_t bytes = agreed(world, [&] { return shard_bytes(env); });
+  std::uint64_t bytes = 0;
+  fail_cleanly([&] { bytes = shard_bytes(env); });
   if (cfg.direct_io) {
-    agreed(world, [&] {
+    fail_cleanly([&] {
       const std::uint64_t a = std::max<std::uint64_t>(fsi.dio_offset_align, 512);
       if (cfg.from_train) bytes = (bytes + a - 1) / a * a;  // O_DIRECT writes whole blocks
       if (block % a != 0 || bytes % a != 0) {
@@ -225,44 +247,50 @@ void run_checkpoint(PhaseEnv& env) {
     });
   }
   const bool shared = cfg.layout == "shared_file";
-  std::unique_ptr<storage::ShardBackend> backend =
-      agreed(world, [&] { return storage::make_backend(cfg.api, cfg.layout, world); });
+  std::unique_ptr<storage::ShardBackend> backend;
+  fail_cleanly([&] { backend = storage::make_backend(cfg.api, cfg.layout, world); });
   const auto slow = env.faults.find("slow", rank, "checkpoint");
   const auto corrupt = env.faults.find("corrupt", rank, "checkpoint");
   const int source = source_rank(ctx, rank);
 
-  // Shards may differ (from_train): the largest sizes the restore buffer and the collective
-  // MPI-IO calls; a shared file holds them one after the other.
+  // Shards may differ (from_train): the largest sets the collective MPI-IO calls; a shared file
+  // holds them one after the other; each rank's restore buffer is its source's size.
   std::uint64_t max_bytes = 0, offset = 0;
   SD_MPI_CHECK(MPI_Allreduce(&bytes, &max_bytes, 1, MPI_UINT64_T, MPI_MAX, world));
   SD_MPI_CHECK(MPI_Exscan(&bytes, &offset, 1, MPI_UINT64_T, MPI_SUM, world));
   if (rank == 0) offset = 0;  // MPI_Exscan leaves rank 0's undefined
-  const std::vector<std::uint64_t> all_bytes =
-      gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(&bytes, 1));
+  std::vector<std::uint64_t> all_bytes(static_cast<std::size_t>(ctx.world_size()));
+  SD_MPI_CHECK(MPI_Allgather(&bytes, 1, MPI_UINT64_T, all_bytes.data(), 1, MPI_UINT64_T, world));
   const std::vector<std::uint64_t> all_offsets =
       gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(&offset, 1));
-  storage::AlignedBuffer out(bytes, fsi.dio_mem_align), in(max_bytes, fsi.dio_mem_align);
-  std::unique_ptr<storage::AlignedBuffer> staging;
+  const std::uint64_t source_bytes = all_bytes[static_cast<std::size_t>(source)];
+  std::unique_ptr<storage::AlignedBuffer> out, in, staging;
   std::unique_ptr<TrainingStandIn> stand_in;
-  if (cfg.async) {
-    staging = std::make_unique<storage::AlignedBuffer>(bytes, fsi.dio_mem_align);
-    stand_in = agreed(world, [&] {
-      return std::make_unique<TrainingStandIn>(
+  fail_cleanly([&] {
+    // The buffers of every rank on this host against what the host has free: refused (exit 2)
+    // rather than left to the OOM killer, which ends a rank without a word.
+    const double need = static_cast<double>(bytes * (cfg.async ? 2 : 1) + source_bytes);
+    const double host_need = need * std::max(1, ctx.host_local_size());
+    const double avail = available_memory_bytes();
+    if (avail > 0 && host_need > 0.9 * avail) {
+      throw UsageError("checkpoint: the shards need " + std::to_string(host_need / (1 << 20)) +
+                       " MiB of host memory on " + local_hostname() + " (" +
+                       std::to_string(ctx.host_local_size()) + " rank(s)), more than 90% of its " +
+                       std::to_string(avail / (1 << 20)) +
+                       " MiB available: use a smaller checkpoint.bytes_per_rank (or train "
+                       "config with from_train), or fewer ranks per node");
+    }
+    out = std::make_unique<storage::AlignedBuffer>(bytes, fsi.dio_mem_align);
+    in = std::make_unique<storage::AlignedBuffer>(source_bytes, fsi.dio_mem_align);
+    if (cfg.async) {
+      staging = std::make_unique<storage::AlignedBuffer>(bytes, fsi.dio_mem_align);
+      stand_in = std::make_unique<TrainingStandIn>(
           env.config.gemm.threads > 0 ? env.config.gemm.threads : default_gemm_threads(ctx));
-    });
-  }
+    }
+  });
   Progress progress("checkpoint", cfg.iters, env.progress);
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
-  auto fail_cleanly = [&](const std::function<void()>& fn) {
-    try {
-      agreed(world, fn);
-    } catch (...) {
-      // This run's partial checkpoint goes; what was there before stays.
-      made.remove(world, ctx.is_root(), root);
-      throw;
-    }
-  };
 
   for (int n = 1; n <= cfg.iters; ++n) {
     Watchdog::StepPlan plan;
@@ -276,8 +304,8 @@ void run_checkpoint(PhaseEnv& env) {
         throw RuntimeFault(step_dir.string() + " exists already");
       }
     });
-    storage::fill_shard(out.span(), storage::shard_seed(rank, n), 0);
-    const std::vector<std::uint64_t> sums = storage::block_checksums(out.span(), block);
+    storage::fill_shard(out->span(), storage::shard_seed(rank, n), 0);
+    const std::vector<std::uint64_t> sums = storage::block_checksums(out->span(), block);
     storage::ShardTarget t;
     t.file = step_dir / shard_name;
     t.offset = shared ? offset : 0;
@@ -293,14 +321,14 @@ void run_checkpoint(PhaseEnv& env) {
     SD_MPI_CHECK(MPI_Barrier(world));
     storage::IoTimes w;
     if (!cfg.async) {
-      fail_cleanly([&] { w = backend->write(t, out.span()); });
+      fail_cleanly([&] { w = backend->write(t, out->span()); });
     } else {
       // As frameworks' async checkpointing: training stops only to copy its state to a host
       // buffer, then goes on while a thread writes the copy.
       std::vector<double> before, during;
       for (int i = 0; i < kStepsBefore; ++i) before.push_back(stand_in->step());
       const double s0 = now_us();
-      std::memcpy(staging->span().data(), out.span().data(), bytes);
+      std::memcpy(staging->span().data(), out->span().data(), bytes);
       mine.snapshot.push_back((now_us() - s0) * 1e-6);
       std::exception_ptr failed;
       std::atomic<bool> done{false};
@@ -312,8 +340,15 @@ void run_checkpoint(PhaseEnv& env) {
         }
         done.store(true, std::memory_order_release);
       });
-      while (!done.load(std::memory_order_acquire)) during.push_back(stand_in->step());
+      std::exception_ptr step_failed;
+      try {
+        while (!done.load(std::memory_order_acquire)) during.push_back(stand_in->step());
+      } catch (...) {
+        // The writer uses buffers of this frame: it must end before the error leaves it.
+        step_failed = std::current_exception();
+      }
       writer.join();
+      if (!failed) failed = step_failed;
       fail_cleanly([&] {
         if (failed) std::rethrow_exception(failed);
       });
@@ -358,6 +393,7 @@ void run_checkpoint(PhaseEnv& env) {
         for (std::size_t b = 0; b < blocks; ++b) s.checksums.push_back(all_sums[b * W + r]);
         meta.shards.push_back(std::move(s));
       }
+      made.files.file(meta_path.string() + ".tmp");  // left behind if the commit fails
       made.files.file(meta_path);
       storage::commit_file(meta_path, storage::to_json(meta), where);
     });
@@ -393,17 +429,17 @@ void run_checkpoint(PhaseEnv& env) {
         throw RuntimeFault(meta_path.string() + " has no shard of rank " + std::to_string(source));
       }
       src = meta.shards[static_cast<std::size_t>(source)];
-      if (src.bytes > max_bytes) {
+      if (src.bytes != source_bytes) {
         throw RuntimeFault(meta_path.string() + ": rank " + std::to_string(source) +
-                           "'s shard is " + std::to_string(src.bytes) +
-                           " bytes, more than any rank wrote (damaged metadata)");
+                           "'s shard is " + std::to_string(src.bytes) + " bytes, not the " +
+                           std::to_string(source_bytes) + " it wrote (damaged metadata)");
       }
     });
     storage::ShardTarget rt = t;
     rt.file = step_dir / src.file;
     rt.offset = src.offset;
     rt.fsync = false;
-    const std::span<std::byte> got = in.span().subspan(0, src.bytes);
+    const std::span<std::byte> got = in->span().subspan(0, src.bytes);
     fail_cleanly([&] { rd = backend->read(rt, got); });
     std::int64_t bad = -1;
     if (cfg.verify) bad = verify_shard(got, src, block, n);

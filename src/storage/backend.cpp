@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "core/error.hpp"
@@ -25,6 +26,31 @@ double now_s() {
 // long (a sleep, so a rank sharing cores with others takes no CPU from them).
 void slow_down(double factor, double took) {
   if (factor > 1) std::this_thread::sleep_for(std::chrono::duration<double>((factor - 1) * took));
+}
+
+// Calls `io(at, n)` for each block of a `size`-byte shard (at: its offset in the shard), each
+// slowed by --inject slow. Collective (MPI-IO): every rank makes max(its blocks, t.calls) calls,
+// passing 0 bytes once its shard is done, and a rank whose call failed goes on with empty calls
+// so that the others are not left waiting in a collective; its first failure is thrown after
+// the last call.
+template <class Io>
+void for_each_block(const ShardTarget& t, std::uint64_t size, bool collective, Io&& io) {
+  const std::uint64_t own = (size + t.block - 1) / t.block;
+  const std::uint64_t calls = collective ? std::max(own, t.calls) : own;
+  std::exception_ptr failed;
+  for (std::uint64_t c = 0; c < calls; ++c) {
+    const std::uint64_t at = std::min<std::uint64_t>(c * t.block, size);
+    const std::uint64_t n = failed ? 0 : std::min<std::uint64_t>(t.block, size - at);
+    const double b0 = now_s();
+    try {
+      io(at, n);
+    } catch (...) {
+      if (!collective) throw;
+      if (!failed) failed = std::current_exception();
+    }
+    slow_down(t.slow_factor, now_s() - b0);
+  }
+  if (failed) std::rethrow_exception(failed);
 }
 
 // After the timed close: this rank's range out of the page cache, so the restore reads storage.
@@ -54,12 +80,9 @@ class PosixBackend final : public ShardBackend {
     File f = open_checked(t, flags);
     double at = now_s();
     out.open_s = at - out.start_s;
-    for (std::uint64_t done = 0; done < data.size(); done += t.block) {
-      const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
-      const double b0 = now_s();
+    for_each_block(t, data.size(), false, [&](std::uint64_t done, std::uint64_t n) {
       f.pwrite_all(data.subspan(done, n), t.offset + done);
-      slow_down(t.slow_factor, now_s() - b0);
-    }
+    });
     double next = now_s();
     out.io_s = next - at;
     at = next;
@@ -84,12 +107,9 @@ class PosixBackend final : public ShardBackend {
     File f = open_checked(t, flags);
     double at = now_s();
     out.open_s = at - out.start_s;
-    for (std::uint64_t done = 0; done < data.size(); done += t.block) {
-      const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
-      const double b0 = now_s();
+    for_each_block(t, data.size(), false, [&](std::uint64_t done, std::uint64_t n) {
       f.pread_all(data.subspan(done, n), t.offset + done);
-      slow_down(t.slow_factor, now_s() - b0);
-    }
+    });
     const double next = now_s();
     out.io_s = next - at;
     f.close();
@@ -129,6 +149,29 @@ void mpiio_check(int rc, const char* call, const ShardTarget& t) {
                      std::string(text, static_cast<std::size_t>(len)) + hint);
 }
 
+// MPI-IO's collective end of a write or read: sync (writes) and close happen on every rank even
+// after a failure (they are collective too); the first failure is thrown afterwards.
+void finish_collective(MPI_File& fh, const ShardTarget& t, bool sync, std::exception_ptr failed,
+                       IoTimes& out) {
+  double at = now_s();
+  if (sync) {
+    const int rc = MPI_File_sync(fh);
+    try {
+      if (!failed) mpiio_check(rc, "MPI_File_sync", t);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    slow_down(t.slow_factor, now_s() - at);
+    out.fsync_s = now_s() - at;
+  }
+  at = now_s();
+  const int rc = MPI_File_close(&fh);
+  out.end_s = now_s();
+  out.close_s = out.end_s - at;
+  if (failed) std::rethrow_exception(failed);
+  mpiio_check(rc, "MPI_File_close", t);
+}
+
 class MpiioBackend final : public ShardBackend {
  public:
   explicit MpiioBackend(MPI_Comm comm) : comm_(comm) {}
@@ -143,32 +186,19 @@ class MpiioBackend final : public ShardBackend {
         "MPI_File_open", t);
     double at = now_s();
     out.open_s = at - out.start_s;
+    std::exception_ptr failed;
     try {
-      const std::uint64_t own = (data.size() + t.block - 1) / t.block;
-      for (std::uint64_t c = 0; c < std::max(own, t.calls); ++c) {
-        const std::uint64_t done = std::min<std::uint64_t>(c * t.block, data.size());
-        const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
-        const double b0 = now_s();
+      for_each_block(t, data.size(), true, [&](std::uint64_t done, std::uint64_t n) {
         MPI_Status st;
         mpiio_check(MPI_File_write_at_all(fh, static_cast<MPI_Offset>(t.offset + done),
                                           data.data() + done, static_cast<int>(n), MPI_BYTE, &st),
                     "MPI_File_write_at_all", t);
-        slow_down(t.slow_factor, now_s() - b0);
-      }
-      double next = now_s();
-      out.io_s = next - at;
-      at = next;
-      if (t.fsync) mpiio_check(MPI_File_sync(fh), "MPI_File_sync", t);
-      slow_down(t.slow_factor, now_s() - at);
-      out.fsync_s = now_s() - at;
+      });
     } catch (...) {
-      MPI_File_close(&fh);
-      throw;
+      failed = std::current_exception();
     }
-    at = now_s();
-    mpiio_check(MPI_File_close(&fh), "MPI_File_close", t);
-    out.end_s = now_s();
-    out.close_s = out.end_s - at;
+    out.io_s = now_s() - at;
+    finish_collective(fh, t, t.fsync, failed, out);
     out.cache_dropped = drop_cache(t, data.size());
     return out;
   }
@@ -181,12 +211,9 @@ class MpiioBackend final : public ShardBackend {
                 "MPI_File_open", t);
     double at = now_s();
     out.open_s = at - out.start_s;
+    std::exception_ptr failed;
     try {
-      const std::uint64_t own = (data.size() + t.block - 1) / t.block;
-      for (std::uint64_t c = 0; c < std::max(own, t.calls); ++c) {
-        const std::uint64_t done = std::min<std::uint64_t>(c * t.block, data.size());
-        const std::uint64_t n = std::min<std::uint64_t>(t.block, data.size() - done);
-        const double b0 = now_s();
+      for_each_block(t, data.size(), true, [&](std::uint64_t done, std::uint64_t n) {
         MPI_Status st;
         mpiio_check(MPI_File_read_at_all(fh, static_cast<MPI_Offset>(t.offset + done),
                                          data.data() + done, static_cast<int>(n), MPI_BYTE, &st),
@@ -199,17 +226,12 @@ class MpiioBackend final : public ShardBackend {
                              std::to_string(n) + " bytes at " + std::to_string(t.offset + done) +
                              " (a truncated checkpoint)");
         }
-        slow_down(t.slow_factor, now_s() - b0);
-      }
+      });
     } catch (...) {
-      MPI_File_close(&fh);
-      throw;
+      failed = std::current_exception();
     }
-    const double next = now_s();
-    out.io_s = next - at;
-    mpiio_check(MPI_File_close(&fh), "MPI_File_close", t);
-    out.end_s = now_s();
-    out.close_s = out.end_s - next;
+    out.io_s = now_s() - at;
+    finish_collective(fh, t, false, failed, out);
     return out;
   }
 

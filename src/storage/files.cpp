@@ -237,11 +237,10 @@ FsInfo fs_info(const std::filesystem::path& dir) {
   }
 #endif
   if (info.dio_offset_align == 0) {
-    // No DIOALIGN (or a directory, which reports none): the file system's block size is safe.
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) == 0 && st.st_blksize > 0) {
-      info.dio_mem_align = info.dio_offset_align = static_cast<std::uint64_t>(st.st_blksize);
-    }
+    // No DIOALIGN (older kernels; directories report none): 4 KiB, the logical block size of
+    // today's devices. Not st_blksize: parallel file systems report their stripe or block size
+    // there (1-16 MiB), far more than O_DIRECT needs.
+    info.dio_mem_align = info.dio_offset_align = 4096;
   }
   return info;
 }

@@ -30,15 +30,14 @@ std::uint64_t shard_seed(int rank, int step) {
 }
 
 void fill_shard(std::span<std::byte> out, std::uint64_t seed, std::uint64_t offset) {
-  std::uint64_t word = offset / 8;
-  std::size_t i = 0;
-  for (; i + 8 <= out.size(); i += 8, ++word) {
-    const std::uint64_t v = mix(seed ^ (word * 0xD6E8FEB86659FD93ull));
-    std::memcpy(out.data() + i, &v, 8);
-  }
-  if (i < out.size()) {
-    const std::uint64_t v = mix(seed ^ (word * 0xD6E8FEB86659FD93ull));
-    std::memcpy(out.data() + i, &v, out.size() - i);
+  std::uint64_t pos = offset;
+  for (std::size_t i = 0; i < out.size();) {
+    const std::uint64_t v = mix(seed ^ ((pos / 8) * 0xD6E8FEB86659FD93ull));
+    const std::size_t within = static_cast<std::size_t>(pos % 8);
+    const std::size_t take = std::min<std::size_t>(8 - within, out.size() - i);
+    std::memcpy(out.data() + i, reinterpret_cast<const std::byte*>(&v) + within, take);
+    i += take;
+    pos += take;
   }
 }
 

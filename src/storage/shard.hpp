@@ -12,7 +12,8 @@ namespace shakedown::storage {
 
 // The content seed of the shard `rank` writes in checkpoint step `step`.
 std::uint64_t shard_seed(int rank, int step);
-// Fills `out` with the shard's bytes from byte `offset` of the shard on (offset a multiple of 8).
+// Fills `out` with the shard's bytes from byte `offset` of the shard on (any offset: a piece
+// regenerated alone equals the same bytes of the whole).
 void fill_shard(std::span<std::byte> out, std::uint64_t seed, std::uint64_t offset);
 // xxh3 of each `block` bytes of `data` (the last block may be shorter).
 std::vector<std::uint64_t> block_checksums(std::span<const std::byte> data, std::uint64_t block);

@@ -15,6 +15,11 @@ mkdir -p "$dir"
 echo "user data" >"$dir/user-file"
 echo "outside" >"$TMP/outside"
 ln -s "$TMP/outside" "$dir/link-out"
+# A symlink planted at the name the run would give its folder (<run>.ckpt): the run takes another
+# name and leaves the link and what it points to alone.
+mkdir -p "$TMP/elsewhere"
+echo "theirs" >"$TMP/elsewhere/file"
+ln -s "$TMP/elsewhere" "$dir/a.ckpt"
 
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=2 \
   --set "checkpoint.dir=$dir" --report json --out "$TMP/a.h5" >"$TMP/stdout" 2>"$TMP/stderr"
@@ -41,8 +46,12 @@ assert c["layout"] == "file_per_process" and c["api"] == "posix" and c["iters"] 
 assert c["write_GBps"] > 0 and c["read_GBps"] > 0 and c["restore_s"] > 0, c
 assert c["bytes_per_rank"] == 4 << 20 and c["kept"] is None, c
 EOF
-[[ -z "$(find "$dir" -mindepth 1 ! -name user-file ! -name link-out)" ]] ||
+h5dump -a /checkpoint/dir "$TMP/a.h5" | grep -q "$dir/a.ckpt-2" ||
+  fail "the run should have taken a new folder name (a.ckpt-2) beside the planted symlink"
+[[ -z "$(find "$dir" -mindepth 1 ! -name user-file ! -name link-out ! -name a.ckpt)" ]] ||
   { find "$dir"; fail "cleanup should leave nothing this run created"; }
+[[ -L "$dir/a.ckpt" && "$(ls "$TMP/elsewhere")" == file ]] ||
+  fail "the symlink planted at the run's folder name, or its target, was touched"
 [[ -L "$dir/link-out" && "$(cat "$TMP/outside")" == outside && "$(cat "$dir/user-file")" == "user data" ]] ||
   fail "cleanup touched a planted symlink, its target or a user's file"
 
@@ -127,6 +136,7 @@ fi
 expect_rc 3 $? "corrupted shard"
 expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/rank_2.shard came back wrong from byte 2097152: written by rank 2 \(host [^,]+, node 1\), restored by rank 0 \(host [^,]+, node 0\)" "corruption named"
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: checkpoint.verify on rank 2" "verdict"
+[[ ! -e "$dir/c.ckpt" ]] || { find "$dir/c.ckpt"; fail "cleanup after the corrupted run"; }
 
 # A slow rank (each block and its fsync 5x as long): named as slow I/O, and no other.
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=12 \

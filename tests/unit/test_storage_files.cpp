@@ -109,6 +109,10 @@ TEST(StorageShard, ContentIsReproducibleAndChecksumsFindAChangedByte) {
   std::vector<std::byte> piece(4096);
   fill_shard(piece, shard_seed(3, 2), 4096);
   EXPECT_TRUE(std::equal(piece.begin(), piece.end(), a.begin() + 4096));
+  // Also from an offset that is not a multiple of 8 (any checkpoint.block_size).
+  std::vector<std::byte> odd(1000);
+  fill_shard(odd, shard_seed(3, 2), 4093);
+  EXPECT_TRUE(std::equal(odd.begin(), odd.end(), a.begin() + 4093));
   fill_shard(b, shard_seed(3, 3), 0);
   EXPECT_NE(a, b) << "another step writes other bytes";
   fill_shard(b, shard_seed(2, 2), 0);

@@ -209,10 +209,11 @@ void run_checkpoint(PhaseEnv& env) {
   const Context& ctx = env.ctx;
   MPI_Comm world = ctx.world();
   const int rank = ctx.rank();
-  // Storage errors are raised through agreed(), which names a failing rank and host itself,
-  // except rank 0 (the one that reports): its own messages say who it is.
-  const std::string where = rank == 0 ? ctx.describe_rank(0) : "";
+  // Storage errors are raised through agreed() and reported with the failing rank and host
+  // (rank 0's by the report itself): the messages need not say who.
+  const std::string where;
   env.watchdog.step("checkpoint: folder");
+  refuse_unreachable_steps(env, "checkpoint", cfg.iters, "one per checkpoint iteration");
 
   Made made;
   const fs::path root = make_root(env, made, where);
@@ -251,6 +252,7 @@ void run_checkpoint(PhaseEnv& env) {
   fail_cleanly([&] { backend = storage::make_backend(cfg.api, cfg.layout, world); });
   const auto slow = env.faults.find("slow", rank, "checkpoint");
   const auto corrupt = env.faults.find("corrupt", rank, "checkpoint");
+  const auto ioerror = env.faults.find("ioerror", rank, "checkpoint");
   const int source = source_rank(ctx, rank);
 
   // Shards may differ (from_train): the largest sets the collective MPI-IO calls; a shared file
@@ -314,6 +316,11 @@ void run_checkpoint(PhaseEnv& env) {
     t.fsync = cfg.fsync;
     t.direct = cfg.direct_io;
     t.slow_factor = slow ? slow->factor : 1;
+    if (ioerror && (ioerror->step == 0 || ioerror->step == n)) {
+      std::fprintf(stderr, "shakedown: inject: %s's first write of checkpoint %d fails with EIO\n",
+                   ctx.describe_rank(rank).c_str(), n);
+      t.fail_errno = EIO;
+    }
     t.where = where;
     if (!shared || ctx.is_root()) made.files.file(t.file);
 
@@ -439,6 +446,7 @@ void run_checkpoint(PhaseEnv& env) {
     rt.file = step_dir / src.file;
     rt.offset = src.offset;
     rt.fsync = false;
+    rt.fail_errno = 0;
     const std::span<std::byte> got = in->span().subspan(0, src.bytes);
     fail_cleanly([&] { rd = backend->read(rt, got); });
     std::int64_t bad = -1;

@@ -11,7 +11,8 @@
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt", "sdc", "slow"};
+  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt",
+                                                  "sdc",   "slow", "ioerror"};
   return kKinds;
 }
 
@@ -23,6 +24,7 @@ std::vector<std::string_view> planted_in(std::string_view kind) {
   if (kind == "corrupt") return {"collectives", "checkpoint"};
   if (kind == "sdc") return {"gemm", "train"};
   if (kind == "slow") return {"collectives", "gemm", "train", "checkpoint"};
+  if (kind == "ioerror") return {"checkpoint"};
   return {};
 }
 
@@ -41,8 +43,9 @@ namespace {
       "(gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
       "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
       "writes "
-      "or reads does); step=N: the N-th "
-      "measured step of the phase, for stall and sdc; factor=F > 1 for slow, default 2)");
+      "or reads does), ioerror (checkpoint: the rank's first write call fails with EIO, as failing "
+      "storage does); step=N: the N-th "
+      "measured step of the phase, for stall, sdc and ioerror; factor=F > 1 for slow, default 2)");
 }
 
 }  // namespace
@@ -100,7 +103,7 @@ FaultSpec parse_fault(std::string_view spec) {
           f.factor <= 1 || f.factor > 1000) {
         fail(spec, "factor must be a number > 1 (at most 1000), got '" + value + "'");
       }
-    } else if (key == "step" && (f.kind == "stall" || f.kind == "sdc")) {
+    } else if (key == "step" && (f.kind == "stall" || f.kind == "sdc" || f.kind == "ioerror")) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.step);
       if (ec != std::errc{} || p != value.data() + value.size() || f.step < 0) {
         fail(spec, "step must be a step number >= 0, got '" + value + "'");

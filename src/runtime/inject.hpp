@@ -16,7 +16,9 @@ struct FaultSpec {
   // the cross-rank hash comparison must catch; slow: make the rank `factor` times slower (gemm:
   // it sleeps (factor - 1) x the measured GEMM time inside the timed region, so it steals no
   // CPU from ranks sharing its cores; collectives: it sleeps (factor - 1) x its previous
-  // iteration before it arrives at the next one), which the straggler checks must name.
+  // iteration before it arrives at the next one), which the straggler checks must name;
+  // ioerror: the rank's first checkpoint write call fails with EIO (in every checkpoint, or its
+  // N-th), which must end the run naming the path, errno and rank, without a hang.
   std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does

@@ -81,6 +81,7 @@ class PosixBackend final : public ShardBackend {
     double at = now_s();
     out.open_s = at - out.start_s;
     for_each_block(t, data.size(), false, [&](std::uint64_t done, std::uint64_t n) {
+      if (t.fail_errno != 0 && done == 0) throw_io("write", t.file, t.fail_errno, t.where);
       f.pwrite_all(data.subspan(done, n), t.offset + done);
     });
     double next = now_s();
@@ -189,10 +190,14 @@ class MpiioBackend final : public ShardBackend {
     std::exception_ptr failed;
     try {
       for_each_block(t, data.size(), true, [&](std::uint64_t done, std::uint64_t n) {
+        // --inject ioerror: the call is made (it is collective), with nothing to write.
+        const bool fail = t.fail_errno != 0 && done == 0 && n > 0;
         MPI_Status st;
-        mpiio_check(MPI_File_write_at_all(fh, static_cast<MPI_Offset>(t.offset + done),
-                                          data.data() + done, static_cast<int>(n), MPI_BYTE, &st),
-                    "MPI_File_write_at_all", t);
+        mpiio_check(
+            MPI_File_write_at_all(fh, static_cast<MPI_Offset>(t.offset + done), data.data() + done,
+                                  fail ? 0 : static_cast<int>(n), MPI_BYTE, &st),
+            "MPI_File_write_at_all", t);
+        if (fail) throw_io("MPI_File_write_at_all", t.file, t.fail_errno, t.where);
       });
     } catch (...) {
       failed = std::current_exception();

@@ -21,6 +21,7 @@ struct ShardTarget {
   bool fsync = true;           // fsync (MPI_File_sync) before the write counts as done
   bool direct = false;         // O_DIRECT (POSIX only)
   double slow_factor = 1;      // --inject slow: each block takes this many times as long
+  int fail_errno = 0;          // --inject ioerror: the first write call fails with this errno
   std::string where;           // "rank 3 (host a, node 1)", for errors
 };
 

@@ -138,9 +138,9 @@ expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/ran
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: checkpoint.verify on rank 2" "verdict"
 [[ ! -e "$dir/c.ckpt" ]] || { find "$dir/c.ckpt"; fail "cleanup after the corrupted run"; }
 
-# A slow rank (each block and its fsync 5x as long): named as slow I/O, and no other.
-"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=12 \
-  --set "checkpoint.dir=$dir" --inject slow:rank=1,phase=checkpoint,factor=5 --out "$TMP/s.h5" \
+# A slow rank (each block and its fsync 8x as long): named as slow I/O, and no other.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=16 \
+  --set "checkpoint.dir=$dir" --inject slow:rank=1,phase=checkpoint,factor=8 --out "$TMP/s.h5" \
   >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 0 $? "slow rank (a warning on shared cores)"
 expect_in "$TMP/stdout" "\[(WARN|FAIL)\] checkpoint.stragglers: rank 1 \(host [^,]+, node 0\): its checkpoint I/O is [0-9]+% slower" "slow rank named"
@@ -149,6 +149,20 @@ expect_in "$TMP/stdout" "\[(WARN|FAIL)\] checkpoint.stragglers: rank 1 \(host [^
 # Too few checkpoints to tell a slow rank: not judged, saying how many would.
 "$SHAKEDOWN" summary --detail "$TMP/a.h5" >"$TMP/detail"
 expect_in "$TMP/detail" "checkpoint.stragglers: slow I/O ranks: 2 sample\(s\) each of 4 ranks cannot show one slower at p < 0.01 \(not judged\); run checkpoint.iters >= [0-9]+" "unjudged stragglers say what would do"
+
+# Failing storage (rank 2's first write of checkpoint 2 gets EIO): exit 3 naming the path, errno
+# and rank, this run's partial checkpoint removed, and no hang: through MPI-IO the failing rank
+# still makes its collective calls; with async the error comes from the writer thread.
+for mode in "" "--set checkpoint.layout=shared_file --set checkpoint.api=mpiio" "--set checkpoint.async=true"; do
+  rm -f "$TMP/e.h5"
+  # shellcheck disable=SC2086
+  timeout 120 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" $mode --set checkpoint.iters=2 \
+    --set "checkpoint.dir=$dir" --inject ioerror:rank=2,phase=checkpoint,step=2 --out "$TMP/e.h5" \
+    >"$TMP/stdout" 2>"$TMP/stderr"
+  expect_rc 3 $? "I/O error ($mode)"
+  expect_in "$TMP/stderr" "rank 2 \(host [^)]*\): (write|MPI_File_write_at_all) $dir/e.ckpt/step_2/(rank_2.shard|shared.bin): Input/output error \(errno 5\)" "EIO named ($mode)"
+  [[ ! -e "$dir/e.ckpt" ]] || { find "$dir/e.ckpt"; fail "the partial checkpoint should be removed ($mode)"; }
+done
 
 # A missing or read-only checkpoint.dir: exit 2 before any phase, naming path and rank.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set "checkpoint.dir=$TMP/nope" --out "$TMP/n.h5" \

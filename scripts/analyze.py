@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Print what a shakedown run file holds: root attributes, ranks, placement checks, clock offsets,
-the gemm phase per rank, and every dataset.
+the gemm, train and checkpoint phases per rank, and every dataset.
 
 Usage:
     scripts/analyze.py RUN.h5            (a finished run, or RUN.h5.partial of a running/dead one)
@@ -177,6 +177,31 @@ def main(argv):
                 print(f"{name} ({text(g.attrs['a_format'])} x {text(g.attrs['b_format'])} -> "
                       f"{text(g.attrs['out_dtype'])}, engine {text(g.attrs['engine'])})")
                 print(per_rank.to_string())
+
+        if "/train" in f and "step_ms" in f["/train"]:
+            section("train (/train): per rank, medians over the measured steps (ms)")
+            g = f["/train"]
+            names = ["step_ms", "fwd_ms", "bwd_ms", "tp_comm_ms", "dp_exposed_ms", "optim_ms",
+                     "dp_arrival_us"]
+            per_rank = pd.DataFrame({n: np.median(g[n][()], axis=0) for n in names if n in g})
+            per_rank.index.name = "rank"
+            print(f"{text(g.attrs.get('model', ''))}, tp {g.attrs.get('tp', '')} x "
+                  f"dp {g.attrs.get('dp', '')}, engine {text(g.attrs.get('engine', ''))}")
+            print(per_rank.to_string())
+
+        if "/checkpoint" in f and "write_s" in f["/checkpoint"]:
+            section("checkpoint (/checkpoint): per rank, medians over the checkpoints (s)")
+            g = f["/checkpoint"]
+            names = ["open_s", "write_s", "fsync_s", "close_s", "read_s"]
+            per_rank = pd.DataFrame({n: np.median(g[n][()], axis=0) for n in names if n in g})
+            per_rank["bytes"] = g["bytes"][()]
+            per_rank["reads_shard_of"] = g["reads_shard_of"][()]
+            per_rank.index.name = "rank"
+            print(f"{text(g.attrs.get('api', ''))} {text(g.attrs.get('layout', ''))} on "
+                  f"{text(g.attrs.get('fs_type', ''))}; aggregate write GB/s per checkpoint "
+                  f"{np.round(g['write_GBps'][()], 3).tolist()}, read "
+                  f"{np.round(g['read_GBps'][()], 3).tolist()}")
+            print(per_rank.to_string())
 
         section("datasets (unit and meaning from scripts/schema.json)")
         list_datasets(f)

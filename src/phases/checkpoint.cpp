@@ -201,7 +201,30 @@ void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg) {
     throw UsageError("checkpoint.dir " + cfg.dir + " is not writable on " + where + " (" +
                      std::strerror(err) + "): choose a folder this user can write to");
   }
+  // O_DIRECT's rules, before any phase runs: the file system takes it at all, and the sizes
+  // are multiples of its alignment (from_train sizes are rounded up in the phase).
+  std::string direct_problem;
+  if (cfg.direct_io) {
+    const fs::path file = probe / "direct";
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      direct_problem = "checkpoint.direct_io: " + cfg.dir + " does not support O_DIRECT on " +
+                       where + " (" + std::strerror(errno) +
+                       "): set checkpoint.direct_io: false for this file system";
+    } else {
+      ::close(fd);
+      const std::uint64_t a =
+          std::max<std::uint64_t>(storage::fs_info(probe).dio_offset_align, 512);
+      if (cfg.block_size % a != 0 || (!cfg.from_train && cfg.bytes_per_rank % a != 0)) {
+        direct_problem = "checkpoint.direct_io: O_DIRECT on " + cfg.dir +
+                         " needs checkpoint.block_size and bytes_per_rank in multiples of " +
+                         std::to_string(a) + " bytes";
+      }
+    }
+    ::unlink(file.c_str());
+  }
   ::rmdir(probe.c_str());
+  if (!direct_problem.empty()) throw UsageError(direct_problem);
 }
 
 void run_checkpoint(PhaseEnv& env) {

@@ -130,6 +130,14 @@ else
   expect_in "$TMP/stderr" "does not support O_DIRECT|needs checkpoint.block_size" "O_DIRECT refusal says why"
 fi
 
+# O_DIRECT with blocks the file system cannot take: refused before any phase runs (no run file).
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,checkpoint --set checkpoint.direct_io=true \
+  --set checkpoint.block_size=1000 --set checkpoint.bytes_per_rank=4000 --set "checkpoint.dir=$dir" \
+  --out "$TMP/o.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "O_DIRECT with unaligned blocks"
+expect_in "$TMP/stderr" "checkpoint.direct_io: .*(multiples of [0-9]+ bytes|does not support O_DIRECT)" "O_DIRECT rule named"
+[[ ! -e "$TMP/o.h5" && ! -e "$TMP/o.h5.partial" ]] || fail "the O_DIRECT refusal should come before any phase"
+
 # A byte of rank 2's shard changed on disk between write and restore: named, exit 3.
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set "checkpoint.dir=$dir" \
   --inject corrupt:rank=2,phase=checkpoint --out "$TMP/c.h5" >"$TMP/stdout" 2>"$TMP/stderr"

@@ -267,12 +267,12 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     });
     const NetworkMap network =
         agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
-    if (std::find(config.phases.begin(), config.phases.end(), "checkpoint") !=
-        config.phases.end()) {
-      agreed(ctx.world(), [&] { check_checkpoint_dir(ctx, config.checkpoint); });
-    }
+    const bool checkpoint =
+        std::find(config.phases.begin(), config.phases.end(), "checkpoint") != config.phases.end();
+    if (checkpoint) agreed(ctx.world(), [&] { check_checkpoint_dir(ctx, config.checkpoint); });
     const std::filesystem::path out = bcast_string(
         ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
+    if (checkpoint) check_checkpoint_shared(ctx, config.checkpoint, out.parent_path());
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
     guard.disarm();
     if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());

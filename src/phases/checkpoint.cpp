@@ -227,6 +227,48 @@ void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg) {
   if (!direct_problem.empty()) throw UsageError(direct_problem);
 }
 
+void check_checkpoint_shared(const Context& ctx, const CheckpointConfig& cfg,
+                             const fs::path& run_dir) {
+  MPI_Comm world = ctx.world();
+  const fs::path dir = !cfg.dir.empty() ? fs::path(cfg.dir) : run_dir.empty() ? "." : run_dir;
+  std::string probe;
+  agreed(world, [&] {
+    if (!ctx.is_root()) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);  // the run file's folder: the run would create it anyway
+    const fs::path p =
+        dir / (".shakedown-visible-" + local_hostname() + "-" + std::to_string(::getpid()));
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      throw UsageError("checkpoint folder " + dir.string() + ": cannot create a file in it on " +
+                       ctx.describe_rank(0) + " (" + std::strerror(errno) +
+                       "): set checkpoint.dir to a folder this user can write to");
+    }
+    ::close(fd);
+    probe = p.string();
+  });
+  probe = bcast_string(world, 0, probe);
+  const std::string type = storage::fs_info(dir).type;
+  try {
+    agreed(world, [&] {
+      if (ctx.is_root()) return;
+      std::error_code ec;
+      if (!fs::exists(probe, ec)) {
+        throw UsageError("checkpoint folder " + dir.string() + " is not the same folder on " +
+                         ctx.describe_rank(ctx.rank()) + " as on " + ctx.describe_rank(0) +
+                         ": it is on a file system of one node (" + type +
+                         " there), so a restore on another node could not read a shard; set "
+                         "checkpoint.dir to a folder on the parallel file system every node "
+                         "mounts");
+      }
+    });
+  } catch (...) {
+    if (ctx.is_root()) ::unlink(probe.c_str());
+    throw;
+  }
+  if (ctx.is_root()) ::unlink(probe.c_str());
+}
+
 void run_checkpoint(PhaseEnv& env) {
   const CheckpointConfig& cfg = env.config.checkpoint;
   const Context& ctx = env.ctx;

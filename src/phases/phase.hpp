@@ -60,5 +60,11 @@ void run_checkpoint(PhaseEnv& env);
 // Before any phase runs, on every rank: checkpoint.dir (when set) exists, is a folder and this
 // rank can create in it. Throws UsageError naming the path and the rank.
 void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg);
+// Then, collectively: every rank sees a file rank 0 creates in the checkpoint folder
+// (checkpoint.dir, or `run_dir`, the run file's folder, when it is ""), or the restore on
+// another node could not read it. Throws UsageError on every rank naming the first rank and
+// host that does not.
+void check_checkpoint_shared(const Context& ctx, const CheckpointConfig& cfg,
+                             const std::filesystem::path& run_dir);
 
 }  // namespace shakedown

@@ -193,6 +193,26 @@ if [[ $(id -u) -eq 0 ]] && mkdir -p "$TMP/full" && mount -t tmpfs -o size=6m tmp
     >"$TMP/stdout" 2>"$TMP/stderr"
   expect_rc 2 $? "read-only checkpoint.dir"
   expect_in "$TMP/stderr" "checkpoint.dir $TMP/ro is not writable on rank 0 .*Read-only file system" "read-only named"
+  # Rank 1 in a mount namespace of its own, with a tmpfs over the folder: the folder it sees is
+  # not rank 0's (as a node-local file system on another node): exit 2 before any phase.
+  mkdir -p "$TMP/local"
+  cat >"$TMP/own-mount.sh" <<'EOF'
+#!/usr/bin/env bash
+if [[ "${OMPI_COMM_WORLD_RANK:-}" == 1 ]]; then
+  exec unshare -m bash -c 'mount -t tmpfs tmpfs "$0" && shift && exec "$@"' "$LOCAL_DIR" _ "$@"
+fi
+exec "$@"
+EOF
+  chmod +x "$TMP/own-mount.sh"
+  if unshare -m true 2>/dev/null; then
+    LOCAL_DIR="$TMP/local" "$MPIRUN" -x LOCAL_DIR -n 2 "$TMP/own-mount.sh" "$SHAKEDOWN" run "${small[@]}" \
+      --set "checkpoint.dir=$TMP/local" --out "$TMP/l.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+    expect_rc 2 $? "a folder that is not the same on every node"
+    expect_in "$TMP/stderr" "checkpoint folder $TMP/local is not the same folder on rank 1 .* as on rank 0 .*: it is on a file system of one node \(tmpfs there\)" "node-local folder named"
+    [[ -z "$(ls -A "$TMP/local")" && ! -e "$TMP/l.h5" ]] || fail "the visibility probe should leave nothing"
+  else
+    echo "SKIP: unshare -m is not allowed here: the node-local folder case is not tested"
+  fi
 else
   echo "SKIP: full and read-only file systems need root to mount a small tmpfs (running as $(id -un))"
 fi

@@ -5,8 +5,17 @@
 // trips and refuses damage.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include <fstream>
 
@@ -20,7 +29,9 @@ namespace {
 
 using testing_support::TempDir;
 
-std::string slurp(const std::filesystem::path& p) { return read_small_file(p, ""); }
+std::string slurp(const std::filesystem::path& p) {
+  return read_small_file(p, "");
+}
 
 TEST(StorageFiles, CleanupRemovesOnlyWhatItRecorded) {
   TempDir tmp;
@@ -87,6 +98,76 @@ TEST(StorageFiles, FailuresNameThePathAndErrno) {
   File f(tmp / "short", O_RDONLY, "");
   std::vector<std::byte> buf(10);
   EXPECT_THROW(f.pread_all(buf, 0), RuntimeFault) << "a truncated shard is an error";
+}
+
+// A real short write: past RLIMIT_FSIZE the kernel writes what fits and returns the count, then
+// the next call fails with EFBIG. pwrite_all must carry on after the short write (the file holds
+// exactly the limit) and report the failure with its errno. In a child: the limit is per process.
+TEST(StorageFiles, ShortWriteThenFailureIsReported) {
+  TempDir tmp;
+  const auto path = tmp / "limited";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{1536 * 1024, 1536 * 1024};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
+    std::vector<std::byte> data(2 << 20, std::byte{7});
+    try {
+      File f(path, O_WRONLY | O_CREAT | O_TRUNC, "");
+      f.pwrite_all(data, 0);
+      ::_exit(11);  // no error: wrong
+    } catch (const IoError& e) {
+      ::_exit(e.err() == EFBIG ? 0 : 12);
+    } catch (...) {
+      ::_exit(13);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 setrlimit, 11 no error, 12 other errno, 13 other error";
+  EXPECT_EQ(std::filesystem::file_size(path), 1536u * 1024) << "the short write's bytes are kept";
+}
+
+// EINTR is retried, not reported: open() of a FIFO blocks until a writer comes; a signal whose
+// handler does not restart calls interrupts it (EINTR), and File must open it anyway once the
+// writer is there. (A write to a regular file is not interruptible by a caught signal.)
+std::atomic<int> g_signals{0};
+void count_signal(int) {
+  g_signals.fetch_add(1);
+}
+
+TEST(StorageFiles, InterruptedOpenIsRetried) {
+  TempDir tmp;
+  const auto fifo = tmp / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  struct sigaction act {
+  }, old{};
+  act.sa_handler = count_signal;  // no SA_RESTART: the blocked open returns EINTR
+  sigemptyset(&act.sa_mask);
+  ASSERT_EQ(::sigaction(SIGUSR1, &act, &old), 0);
+  g_signals = 0;
+  const pthread_t reader = ::pthread_self();
+  std::thread helper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::pthread_kill(reader, SIGUSR1);  // interrupts the open below
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int w = ::open(fifo.c_str(), O_WRONLY);  // now the open can complete
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (w >= 0) ::close(w);
+  });
+  bool opened = false;
+  try {
+    File f(fifo, O_RDONLY, "");
+    opened = f.fd() >= 0;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "an interrupted open was reported: " << e.what();
+  }
+  helper.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_TRUE(opened);
+  EXPECT_EQ(g_signals.load(), 1) << "the open was interrupted once";
 }
 
 TEST(StorageFiles, FileSystemOfAFolder) {

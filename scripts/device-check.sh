@@ -3,7 +3,8 @@
 # GPU tests (tests/gpu: the NCCL backend, the pattern and FP8 kernels, the cuBLASLt GEMM engine
 # against the CPU engine on one GPU), the FP8 vs BF16 cuBLASLt benchmark (bench/bench_gemm_gpu:
 # TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100 SXM/H200) and one `shakedown run` of the
-# collectives (NCCL) and gemm (cuBLASLt) phases; prints a short table and exits non-zero when anything
+# collectives (NCCL) and gemm (cuBLASLt) phases, and one of the train phase with its GEMMs on
+# cuBLASLt (host-staged operands); prints a short table and exits non-zero when anything
 # failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
 #
 # Usage:
@@ -305,6 +306,27 @@ if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then
   [[ $prc -le 1 ]] || tail -40 "$out/phases.log"
 elif [[ -n "$phase_skip" ]]; then
   results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|$phase_skip")
+fi
+
+# ---------------------------------------------------------------- train phase on cuBLASLt
+if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 40)); then
+  # 1 rank: the synthetic FP8 training step with its GEMMs on cuBLASLt (host-staged operands,
+  # every dimension a multiple of 16): step time, TFLOP/s per rank and MFU against the
+  # platform's FP8 figure, from the train block of the summary.
+  timeout "$(slice 120)" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases train \
+    --set train.engine=cublaslt --set train.hidden=1024 --set train.heads=16 \
+    --set train.seq_len=1024 --set train.steps=5 --out "$out/train.h5" >"$out/train.log" 2>&1
+  trc=$?
+  case $trc in
+    0 | 1) results+=("shakedown run train (cublaslt GEMMs, host-staged)|OK|$(grep -m 1 -E '^  step ' "$out/train.log" | cut -c3-60)") ;;
+    2) results+=("shakedown run train (cublaslt GEMMs, host-staged)|N/A|usage error: $(grep -m 1 -iE 'error' "$out/train.log" | cut -c1-80)") ;;
+    *)
+      results+=("shakedown run train (cublaslt GEMMs, host-staged)|FAILED|exit code $trc, see $out/train.log")
+      failed=1
+      ;;
+  esac
+  sed -n '/^train (/,/^$/p' "$out/train.log" | head -8
+  [[ $trc -le 1 ]] || tail -30 "$out/train.log"
 fi
 
 # ---------------------------------------------------------------- table

@@ -274,6 +274,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   out.ran = true;
   TrainSummary& sum = out.summary;
   sum.steps = d.steps;
+  sum.engine = d.engine;
   sum.world = d.world;
   sum.overlap = d.overlap;
   sum.dp = static_cast<int>(d.dp_size);
@@ -291,13 +292,19 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   if (d.steps == 0) {
     cov.status = CheckStatus::kFail;
     cov.message = "nothing measured: no training step was recorded";
+  } else if (d.engine == "cublaslt") {
+    cov.status = CheckStatus::kWarn;
+    cov.message +=
+        "; its GEMMs ran on the GPUs (cuBLASLt) with operands staged through host memory, and "
+        "TP/DP communication over MPI on host buffers: the step's time is not a Transformer "
+        "Engine job's (the device-resident path with NCCL is not in this version)";
   } else if (d.engine == "cpu" && !facts.node_gpu_names.empty() &&
              std::any_of(facts.node_gpu_names.begin(), facts.node_gpu_names.end(),
                          [](const std::string& n) { return !n.empty(); })) {
     cov.status = CheckStatus::kWarn;
     cov.message +=
-        "; the nodes have GPUs but the step ran on the CPU engine (the train "
-        "step's GPU path is not in this version): its times say nothing about them";
+        "; the nodes have GPUs but the step ran on the CPU engine (train.engine: cublaslt runs "
+        "its GEMMs on them): its times say nothing about the GPUs";
   }
   out.findings.push_back(cov);
   if (d.steps == 0) return out;

@@ -23,6 +23,7 @@ namespace shakedown {
 
 struct TrainSummary {
   std::string layout;  // "custom 2 layers h256, tp 2 x dp 2, zero 0, overlap; engine cpu"
+  std::string engine;  // the step's GEMM engine: cpu | cublaslt
   std::size_t steps = 0, world = 0;
   double step_med_ms = 0, step_p95_ms = 0;  // the step lasts until its slowest rank is done
   // Medians over every rank's steps.

@@ -131,7 +131,7 @@ std::string backends_text(const RunAnalysis& a) {
   std::vector<std::string> parts;
   if (a.collectives.ran) parts.push_back("collectives " + a.collectives.backend);
   if (a.gemm.ran) parts.push_back("gemm " + a.gemm.engine);
-  if (a.train.ran) parts.push_back("train mpi+cpu");
+  if (a.train.ran) parts.push_back("train mpi+" + a.train.summary.engine);
   if (a.checkpoint.ran) parts.push_back("checkpoint " + a.checkpoint.summary.api);
   return parts.empty() ? "none" : join(parts, ", ");
 }

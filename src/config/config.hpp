@@ -104,8 +104,11 @@ struct TrainConfig {
   int micro_batch = 1;
   std::int64_t vocab = 32000;
   std::string mlp = "gelu";  // gelu | swiglu
-  int tp = 1;                // tensor-parallel ranks, inside a node
-  int dp = 0;                // data-parallel replicas; 0: world / tp
+  // GEMM engine of the step: cpu | cublaslt (GPU GEMMs, operands staged through host memory)
+  // | auto (cublaslt when every rank has a GPU). Communication is MPI either way.
+  std::string engine = "cpu";
+  int tp = 1;  // tensor-parallel ranks, inside a node
+  int dp = 0;  // data-parallel replicas; 0: world / tp
   bool sequence_parallel = false;
   int zero = 0;           // 0: gradients all-reduced; 1: reduce-scattered, Adam on the shard
   double bucket_mb = 25;  // gradient bucket (MiB); the first bucket is 1 MiB, as DDP's

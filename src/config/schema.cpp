@@ -459,6 +459,7 @@ SectionSpec train_section() {
            field("micro_batch", section, &S::micro_batch, IntRule{1, 65536}),
            field("vocab", section, &S::vocab, IntRule{1, 1 << 24}),
            field("mlp", section, &S::mlp, ChoiceRule{{"gelu", "swiglu"}}),
+           field("engine", section, &S::engine, ChoiceRule{{"cpu", "cublaslt", "auto"}}),
            field("tp", section, &S::tp, IntRule{1, 4096}),
            field("dp", section, &S::dp, IntRule{0, 1 << 20}),
            field("sequence_parallel", section, &S::sequence_parallel, BoolRule{}),

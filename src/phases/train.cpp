@@ -113,12 +113,18 @@ void run_train(PhaseEnv& env) {
   const TrainConfig& cfg = env.config.train;
   const Context& ctx = env.ctx;
   env.watchdog.step("train: layout");
+  // cuBLASLt when asked (or auto and every rank has a GPU): the GEMMs run on the GPU with their
+  // operands staged through host memory; everything else, communication included, stays on the
+  // host. The same on every rank (choose_gpu_path is collective).
+  const GpuChoice gpu = choose_gpu(ctx);
+  const bool on_gpu =
+      choose_gpu_path(ctx, gpu, "train.engine", cfg.engine, "cublaslt", "cpu", /*exclusive=*/false);
   // The config and the layout are the same on every rank, so are these errors: reported once.
   const train::ModelShape shape = agreed(ctx.world(), [&] { return train::model_shape(cfg); });
   const train::Parallel parallel = agreed(ctx.world(), [&] {
     return train::check_parallel(
         shape, cfg,
-        train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/false, /*known=*/true});
+        train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/on_gpu, /*known=*/true});
   });
   refuse_unreachable_steps(env, "train", cfg.steps, "one per measured training step");
   const int tp = parallel.tp;
@@ -131,10 +137,16 @@ void run_train(PhaseEnv& env) {
   CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, tp_group_index);
   MpiComm tp_group(tp_comm.get());
 
-  // The step runs on host memory through the CPU engine: its GPU path (cuBLASLt + NCCL on
-  // device buffers) is not in this version, and the phase says so in /train's engine attribute.
+  // The step's tensors live in host memory: on the CPU engine the GEMMs run there; on cuBLASLt
+  // each GEMM's operands go to the GPU and its output comes back. The device-resident path
+  // (activations on the GPU, NCCL) is not in this version: /train's engine attribute says which
+  // ran, and train.coverage what the times mean.
   const GemmConfig& gemm = env.config.gemm;
   std::unique_ptr<GemmEngine> engine = agreed(ctx.world(), [&] {
+    if (on_gpu) {
+      use_gpu(gpu.device);
+      return make_cublaslt_gemm_engine();
+    }
     return make_cpu_gemm_engine(gemm.threads > 0 ? gemm.threads : default_gemm_threads(ctx));
   });
   env.watchdog.step("train: allocate");

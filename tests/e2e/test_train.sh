@@ -5,6 +5,13 @@
 # replica's gradient is named (exit 3), a slow rank is named and no other, and the others wait
 # for it at the DP reduction; a layout that cannot work is refused naming the rule (exit 2).
 source "$(dirname "$0")/lib.sh"
+
+# train.engine: cublaslt where a rank has no GPU: refused naming the key (exit 2).
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$SHAKEDOWN" run --phases train --set train.engine=cublaslt --out "$TMP/g.h5" >"$TMP/out" 2>&1
+  expect_rc 2 $? "cublaslt train without a GPU"
+  expect_in "$TMP/out" "train.engine: cublaslt needs a GPU on every rank" "the key named"
+fi
 small=(--virtual-nodes 2 --set train.hidden=128 --set train.heads=4 --set train.seq_len=64
   --set train.layers=2 --set train.steps=5 --set train.warmup_steps=1)
 

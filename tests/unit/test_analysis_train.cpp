@@ -257,6 +257,20 @@ TEST(TrainVerdict, ABudgetLargerThanTheGpuIsAWarning) {
       << mem[0]->message;
 }
 
+// GEMMs on cuBLASLt with host-staged operands and MPI communication: measured, but not a TE
+// job's step; coverage says so rather than passing.
+TEST(TrainVerdict, HostStagedGpuGemmsAreAWarningSayingWhy) {
+  TrainRecord r = healthy(1, 2);
+  r.engine = "cublaslt";
+  const Judged j = judge(r);
+  const auto cov = j.of("train.coverage");
+  ASSERT_EQ(cov.size(), 1u);
+  EXPECT_EQ(cov[0]->status, CheckStatus::kWarn);
+  EXPECT_NE(cov[0]->message.find("operands staged through host memory"), std::string::npos)
+      << cov[0]->message;
+  EXPECT_EQ(j.findings.summary.engine, "cublaslt");
+}
+
 TEST(TrainVerdict, AskedForButNotRecordedFailsCoverage) {
   testing_support::TempDir dir;
   RunMeta meta;

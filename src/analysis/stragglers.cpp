@@ -9,21 +9,8 @@
 
 namespace shakedown {
 
-namespace {
-
-std::vector<double> finite(std::span<const double> v) {
-  std::vector<double> out;
-  for (double x : v) {
-    if (std::isfinite(x)) out.push_back(x);
-  }
-  return out;
-}
-
-// Exact P(U >= u) for sample sizes m, n without ties: counts of rankings by U, built from the
-// recurrence N(m, n, u) = N(m - 1, n, u - n) + N(m, n - 1, u).
-double exact_upper_tail(std::size_t m, std::size_t n, double u) {
-  // table[j][k]: the counts for (i, j) at U = k, for the current i.
-  const std::size_t max_u = m * n;
+std::vector<double> mann_whitney_null_counts(std::size_t m, std::size_t n) {
+  // The recurrence N(i, j, u) = N(i - 1, j, u - j) + N(i, j - 1, u), row by row in i.
   std::vector<std::vector<double>> prev(n + 1), cur(n + 1);
   for (std::size_t j = 0; j <= n; ++j) prev[j] = {1.0};  // i = 0: one ranking, U = 0
   for (std::size_t i = 1; i <= m; ++i) {
@@ -36,18 +23,12 @@ double exact_upper_tail(std::size_t m, std::size_t n, double u) {
     }
     std::swap(prev, cur);
   }
-  const std::vector<double>& counts = prev[n];
-  double total = 0, tail = 0;
-  for (std::size_t k = 0; k <= max_u && k < counts.size(); ++k) {
-    total += counts[k];
-    if (static_cast<double>(k) >= u - 1e-9) tail += counts[k];
-  }
-  return total > 0 ? tail / total : 1.0;
+  return prev[n];
 }
 
 // U = #pairs (x > y) + 0.5 #ties, from the rank sum of x in the pooled sample: O((m + n) log)
 // rather than O(m n) (30000 iterations x 4 ranks must not take seconds).
-double u_statistic(std::span<const double> x, std::span<const double> y) {
+double mann_whitney_u(std::span<const double> x, std::span<const double> y) {
   std::vector<std::pair<double, int>> all;
   all.reserve(x.size() + y.size());
   for (double v : x) all.emplace_back(v, 1);
@@ -63,6 +44,27 @@ double u_statistic(std::span<const double> x, std::span<const double> y) {
   }
   const auto m = static_cast<double>(x.size());
   return rank_sum - m * (m + 1) / 2;
+}
+
+namespace {
+
+std::vector<double> finite(std::span<const double> v) {
+  std::vector<double> out;
+  for (double x : v) {
+    if (std::isfinite(x)) out.push_back(x);
+  }
+  return out;
+}
+
+// Exact P(U >= u) for sample sizes m, n without ties.
+double exact_upper_tail(std::size_t m, std::size_t n, double u) {
+  const std::vector<double> counts = mann_whitney_null_counts(m, n);
+  double total = 0, tail = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    total += counts[k];
+    if (static_cast<double>(k) >= u - 1e-9) tail += counts[k];
+  }
+  return total > 0 ? tail / total : 1.0;
 }
 
 // Ranks with at most this many present ranks get exact leave-one-out statistics.
@@ -94,7 +96,7 @@ double mann_whitney_greater(std::span<const double> xs, std::span<const double> 
   const std::vector<double> x = finite(xs), y = finite(ys);
   const std::size_t m = x.size(), n = y.size();
   if (m == 0 || n == 0) return 1.0;
-  const double u = u_statistic(x, y);
+  const double u = mann_whitney_u(x, y);
   if (m * n <= 400) return exact_upper_tail(m, n, std::ceil(u - 1e-9));
   // Normal approximation with continuity and tie corrections.
   std::vector<double> all(x);

@@ -17,6 +17,11 @@
 
 namespace shakedown {
 
+// U of x against y: #pairs (x > y) + 0.5 #ties, from the rank sum of x in the pooled sample.
+double mann_whitney_u(std::span<const double> x, std::span<const double> y);
+// How many of the C(m + n, m) rankings without ties give U = 0, 1, ..., m n.
+std::vector<double> mann_whitney_null_counts(std::size_t m, std::size_t n);
+
 // P(U >= observed) when x is not stochastically larger than y: the one-sided p-value of
 // "x tends to be larger". NaN entries are ignored; 1 when either side is empty.
 double mann_whitney_greater(std::span<const double> x, std::span<const double> y);

@@ -1,0 +1,35 @@
+#pragma once
+// The statistics of `shakedown compare` (before/after a maintenance): is a change beyond noise,
+// and how large is it. Conventions as scipy.stats.mannwhitneyu and R's wilcox.test:
+//  - two-sided Mann-Whitney U, exact when the smaller sample has at most 8 values and there are
+//    no ties, else the normal approximation with tie and continuity corrections;
+//  - the Hodges-Lehmann shift (the median of all pairwise differences x_i - y_j, not the
+//    difference of medians) with R's exact confidence interval from the U null distribution
+//    (its normal approximation for samples too large to count).
+// Timings are compared on log(time), so the shift is a ratio: exp(shift).
+#include <cstddef>
+#include <span>
+
+namespace shakedown {
+
+struct UTest {
+  double u1 = 0;       // U of x against y (ties count 1/2)
+  double p = 1;        // two-sided
+  bool exact = false;  // the exact null distribution was used
+  std::size_t n1 = 0, n2 = 0;
+};
+// kAuto: exact when the smaller sample has at most 8 values and nothing ties (scipy's rule).
+enum class UMethod { kAuto, kExact, kAsymptotic };
+// NaN values are left out. p = 1 when either side is empty.
+UTest mann_whitney_two_sided(std::span<const double> x, std::span<const double> y,
+                             UMethod method = UMethod::kAuto);
+
+struct Shift {
+  double estimate = 0;    // median of x_i - y_j
+  double lo = 0, hi = 0;  // confidence interval
+  double confidence = 0;  // the level achieved (exact intervals are discrete)
+};
+// The shift of x against y with a two-sided 1 - alpha interval. NaN fields when a side is empty.
+Shift hodges_lehmann(std::span<const double> x, std::span<const double> y, double alpha);
+
+}  // namespace shakedown

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   using namespace shakedown;
   CLI::App app{
       "shakedown: acceptance test for multi-node GPU training clusters.\n"
-      "Launch `run` and `topo` with mpirun or srun; `plan` and `summary` need no MPI.",
+      "Launch `run` and `topo` with mpirun or srun; `plan`, `summary` and `compare` need no MPI.",
       "shakedown"};
   app.require_subcommand(0, 1);
   bool show_version = false;
@@ -126,8 +126,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1LL, 1LL << 30));
   plan_cmd->add_option("--concurrency", plan.concurrency, "Inference: sequences at once")
       ->check(CLI::Range(1LL, 1LL << 30));
-  plan_cmd->add_option("--weight-bytes", plan.weight_bytes,
-                       "Inference: bytes per weight (2 bf16, 1 FP8)")
+  plan_cmd
+      ->add_option("--weight-bytes", plan.weight_bytes,
+                   "Inference: bytes per weight (2 bf16, 1 FP8)")
       ->check(CLI::Range(0.5, 4.0));
   plan_cmd->add_option("--format", plan.format, "Memory budget as text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
@@ -150,6 +151,25 @@ int main(int argc, char** argv) {
   summary_cmd->add_option("-o,--output", summary.out,
                           "Write the report to FILE (whole or not at all) instead of standard "
                           "output");
+
+  CompareCommandOptions compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare",
+      "Compare two run files (before and after a maintenance): what got slower or faster beyond "
+      "noise, per collective and size, per GEMM shape and rank, gathered per node; exit 1 when "
+      "anything regressed");
+  compare_cmd->add_option("baseline", compare.baseline, "BASELINE.h5 (before)")->required();
+  compare_cmd->add_option("run", compare.run, "RUN.h5 (after)")->required();
+  compare_cmd
+      ->add_option("--alpha", compare.alpha,
+                   "Family-wise false-alarm rate over all items (Bonferroni; default "
+                   "0.05)")
+      ->check(CLI::Range(1e-9, 0.5));
+  compare_cmd
+      ->add_option("--min-effect", compare.min_effect,
+                   "Smallest change that counts, as a fraction (default 0.05: 5%)")
+      ->check(CLI::Range(0.0, 10.0));
+  compare_cmd->add_flag("--detail", compare.detail, "Also list every item compared");
 
   try {
     app.parse(argc, argv);
@@ -177,6 +197,7 @@ int main(int argc, char** argv) {
     if (*topo_cmd) return topo_command(topo, &argc, &argv);
     if (*plan_cmd) return plan_command(plan);
     if (*summary_cmd) return summary_command(summary);
+    if (*compare_cmd) return compare_command(compare);
     std::cerr << app.help() << "A subcommand is required.\n";
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {

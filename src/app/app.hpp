@@ -62,6 +62,15 @@ struct SummaryOptions {
 // verdict's exit code.
 int summary_command(const SummaryOptions& options);
 
+struct CompareCommandOptions {
+  std::string baseline, run;  // BASELINE.h5 RUN.h5
+  double alpha = 0.05;
+  double min_effect = 0.05;
+  bool detail = false;
+};
+// Prints what changed from the baseline to the run; 1 when anything regressed beyond noise.
+int compare_command(const CompareCommandOptions& options);
+
 // "shakedown: error: <message>" (and the details after it) on stderr.
 void report_error(const std::exception& e);
 

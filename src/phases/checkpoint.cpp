@@ -239,6 +239,9 @@ void check_checkpoint_shared(const Context& ctx, const CheckpointConfig& cfg,
     const fs::path p =
         dir / (".shakedown-visible-" + local_hostname() + "-" + std::to_string(::getpid()));
     const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    // The run file's own folder: when it cannot be written, creating the run file says so
+    // (exit 3, naming the file), which is the error to see first.
+    if (fd < 0 && cfg.dir.empty()) return;
     if (fd < 0) {
       throw UsageError("checkpoint folder " + dir.string() + ": cannot create a file in it on " +
                        ctx.describe_rank(0) + " (" + std::strerror(errno) +
@@ -248,6 +251,7 @@ void check_checkpoint_shared(const Context& ctx, const CheckpointConfig& cfg,
     probe = p.string();
   });
   probe = bcast_string(world, 0, probe);
+  if (probe.empty()) return;
   const std::string type = storage::fs_info(dir).type;
   try {
     agreed(world, [&] {

@@ -1,0 +1,475 @@
+#include "analysis/compare.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "analysis/collectives_data.hpp"
+#include "analysis/compare_stats.hpp"
+#include "analysis/number_text.hpp"
+#include "analysis/run_facts.hpp"
+#include "config/load.hpp"
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+
+namespace {
+
+// "a.b.c" -> scalar text, for naming the configuration keys two runs differ in.
+void flatten(const YAML::Node& n, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>();
+      flatten(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else if (n.IsSequence()) {
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    out[prefix] = e.c_str();
+  } else if (n.IsScalar()) {
+    out[prefix] = n.as<std::string>();
+  }
+}
+
+std::vector<std::string> config_differences(const std::string& a, const std::string& b) {
+  std::map<std::string, std::string> fa, fb;
+  try {
+    flatten(YAML::Load(a), "", fa);
+    flatten(YAML::Load(b), "", fb);
+  } catch (const YAML::Exception&) {
+    return {"(a configuration could not be read)"};
+  }
+  std::vector<std::string> out;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : fa) keys.insert(k);
+  for (const auto& [k, v] : fb) keys.insert(k);
+  for (const std::string& k : keys) {
+    const auto x = fa.find(k), y = fb.find(k);
+    const std::string vx = x == fa.end() ? "(absent)" : x->second;
+    const std::string vy = y == fb.end() ? "(absent)" : y->second;
+    if (vx != vy) out.push_back(k + ": " + vx + " -> " + vy);
+  }
+  return out;
+}
+
+// A rank's identity across runs: its host, node and place on it (rank numbers may differ).
+struct RankKey {
+  std::string host;
+  int node = -1, local = -1;
+  auto operator<=>(const RankKey&) const = default;
+};
+
+std::map<RankKey, int> rank_keys(const std::vector<RankInfo>& ranks) {
+  std::map<RankKey, int> out;
+  for (const RankInfo& r : ranks) out[{r.hostname, r.node_index, r.local_rank}] = r.rank;
+  return out;
+}
+
+std::string node_text(const RankKey& k) {
+  return "node " + std::to_string(k.node) + " (host " + k.host + ")";
+}
+
+std::vector<double> log_of(const std::vector<double>& v) {
+  std::vector<double> out;
+  for (double x : v) {
+    if (std::isfinite(x) && x > 0) out.push_back(std::log(x));
+  }
+  return out;
+}
+
+// Per iteration, the slowest of `ranks` (NaN where none has a sample): the collective's time.
+std::vector<double> slowest_per_iteration(const std::vector<double>& t, std::size_t iters,
+                                          std::size_t world, const std::vector<int>& ranks) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < iters; ++i) {
+    double m = std::nan("");
+    for (int r : ranks) {
+      const double v = t[i * world + static_cast<std::size_t>(r)];
+      if (std::isfinite(v) && !(v <= m)) m = v;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+void judge(CompareItem& item, const std::vector<double>& before, const std::vector<double>& after,
+           const CompareOptions& o) {
+  const std::vector<double> b = log_of(before), a = log_of(after);
+  item.n_before = b.size();
+  item.n_after = a.size();
+  if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
+  item.before_us = std::exp(median(b));
+  item.after_us = std::exp(median(a));
+  const UTest t = mann_whitney_two_sided(a, b);
+  const Shift s = hodges_lehmann(a, b, o.alpha);
+  item.p = t.p;
+  item.ratio = std::exp(s.estimate);
+  item.lo = std::exp(s.lo);
+  item.hi = std::exp(s.hi);
+  item.result = CompareItem::Result::kSame;  // decided once the correction is known
+}
+
+struct SweepKey {
+  std::string scope, op, leaf, mode;
+  auto operator<=>(const SweepKey&) const = default;
+};
+
+void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
+                         Comparison& c) {
+  const CollectivesData db = read_collectives(fb), da = read_collectives(fa);
+  if (!db.ran && !da.ran) return;
+  std::map<SweepKey, const SweepData*> before, after;
+  for (const SweepData& s : db.sweeps) before[{s.scope, s.op, s.leaf, s.mode}] = &s;
+  for (const SweepData& s : da.sweeps) after[{s.scope, s.op, s.leaf, s.mode}] = &s;
+  const std::vector<RankInfo> rb = fb.ranks(), ra = fa.ranks();
+  const std::map<RankKey, int> kb = rank_keys(rb), ka = rank_keys(ra);
+  for (const auto& [key, sb] : before) {
+    const std::string name = key.scope + " " + key.op + " " + key.leaf + " " + key.mode;
+    const auto it = after.find(key);
+    if (it == after.end()) {
+      c.only_in_before.push_back("collectives " + name);
+      continue;
+    }
+    const SweepData* sa = it->second;
+    for (std::size_t j = 0; j < sa->sizes.size(); ++j) {
+      if (sa->skipped[j] == schema::kCollMeasured &&
+          std::find(sb->sizes.begin(), sb->sizes.end(), sa->sizes[j]) == sb->sizes.end()) {
+        c.only_in_after.push_back("collectives " + name + " " + format_size(sa->sizes[j]));
+      }
+    }
+    for (std::size_t i = 0; i < sb->sizes.size(); ++i) {
+      if (sb->skipped[i] != schema::kCollMeasured) continue;
+      const auto j = std::find(sa->sizes.begin(), sa->sizes.end(), sb->sizes[i]);
+      if (j == sa->sizes.end()) {
+        c.only_in_before.push_back("collectives " + name + " " + format_size(sb->sizes[i]));
+        continue;
+      }
+      const std::size_t ja = static_cast<std::size_t>(j - sa->sizes.begin());
+      if (sa->skipped[ja] != schema::kCollMeasured) continue;
+      std::size_t ib = 0, iat = 0;
+      const std::vector<double> tb = read_size_times(fb, *sb, i, &ib);
+      const std::vector<double> ta = read_size_times(fa, *sa, ja, &iat);
+      std::vector<int> all_b, all_a;
+      for (std::size_t r = 0; r < sb->world; ++r) all_b.push_back(static_cast<int>(r));
+      for (std::size_t r = 0; r < sa->world; ++r) all_a.push_back(static_cast<int>(r));
+      CompareItem item;
+      item.phase = "collectives";
+      item.what = name;
+      item.size = format_size(sb->sizes[i]);
+      item.group = name;
+      judge(item, slowest_per_iteration(tb, ib, sb->world, all_b),
+            slowest_per_iteration(ta, iat, sa->world, all_a), o);
+      c.items.push_back(item);
+      // Each node's own time where the sweep is inside nodes.
+      if (key.scope != "intra_node") continue;
+      std::map<RankKey, std::pair<std::vector<int>, std::vector<int>>> nodes;  // node -> ranks
+      for (const auto& [k, r] : kb) {
+        const auto other = ka.find(k);
+        if (other == ka.end()) continue;
+        const RankKey node{k.host, k.node, -1};
+        nodes[node].first.push_back(r);
+        nodes[node].second.push_back(other->second);
+      }
+      for (const auto& [node, members] : nodes) {
+        CompareItem n = item;
+        n.where = node_text(node);
+        n.group = n.where + ": " + key.op + " intra_node";
+        n.label = n.size + (key.mode == "in_place" ? " in place" : "");
+        n.result = CompareItem::Result::kNotJudged;
+        judge(n, slowest_per_iteration(tb, ib, sb->world, members.first),
+              slowest_per_iteration(ta, iat, sa->world, members.second), o);
+        c.items.push_back(n);
+      }
+    }
+  }
+  for (const auto& [key, sa] : after) {
+    if (!before.count(key)) {
+      c.only_in_after.push_back("collectives " + key.scope + " " + key.op + " " + key.leaf + " " +
+                                key.mode);
+    }
+  }
+}
+
+// Per iteration, the median over the ranks present (NaN when none).
+std::vector<double> median_per_iteration(const std::vector<double>& t,
+                                         const std::vector<std::uint64_t>& d) {
+  std::vector<double> out;
+  for (std::uint64_t i = 0; i < d[0]; ++i) {
+    std::vector<double> row;
+    for (std::uint64_t r = 0; r < d[1]; ++r) {
+      const double v = t[i * d[1] + r];
+      if (std::isfinite(v)) row.push_back(v);
+    }
+    out.push_back(row.empty() ? std::nan("") : median(row));
+  }
+  return out;
+}
+
+// Rank r's times [iters], divided by each iteration's median over the ranks when `relative`.
+std::vector<double> rank_column(const std::vector<double>& t, const std::vector<std::uint64_t>& d,
+                                int r, const std::vector<double>* per_iteration) {
+  std::vector<double> v;
+  if (r < 0 || static_cast<std::uint64_t>(r) >= d[1]) return v;
+  for (std::uint64_t i = 0; i < d[0]; ++i) {
+    const double x = t[i * d[1] + static_cast<std::uint64_t>(r)];
+    v.push_back(per_iteration ? x / (*per_iteration)[i] : x);
+  }
+  return v;
+}
+
+// Per shape: the run's GEMM time (each iteration's median over ranks), and each rank's time
+// relative to the other ranks of its own run: a rank or node that changed against its peers is
+// named even when the whole machine drifted between the runs (a busier host, another clock).
+void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o, Comparison& c) {
+  const std::string g = "/gemm";
+  if (!fb.has(g) && !fa.has(g)) return;
+  const std::vector<std::string> sb = fb.has(g) ? fb.children(g) : std::vector<std::string>{};
+  const std::vector<std::string> sa = fa.has(g) ? fa.children(g) : std::vector<std::string>{};
+  const std::map<RankKey, int> kb = rank_keys(fb.ranks()), ka = rank_keys(fa.ranks());
+  for (const std::string& shape : sb) {
+    const std::string path = g + "/" + shape;
+    if (!fb.has(path, schema::gemm::kTimeUs)) continue;
+    if (std::find(sa.begin(), sa.end(), shape) == sa.end() ||
+        !fa.has(path, schema::gemm::kTimeUs)) {
+      c.only_in_before.push_back("gemm " + shape);
+      continue;
+    }
+    std::vector<std::uint64_t> db, da;
+    const std::vector<double> tb = fb.read(path, schema::gemm::kTimeUs, &db);
+    const std::vector<double> ta = fa.read(path, schema::gemm::kTimeUs, &da);
+    if (db.size() != 2 || da.size() != 2) continue;
+    const std::vector<double> mb = median_per_iteration(tb, db), ma = median_per_iteration(ta, da);
+    CompareItem run;
+    run.phase = "gemm";
+    run.what = shape;
+    run.group = "gemm (median rank)";
+    judge(run, mb, ma, o);
+    c.items.push_back(run);
+    for (const auto& [k, rb] : kb) {
+      const auto other = ka.find(k);
+      if (other == ka.end()) continue;
+      CompareItem item;
+      item.phase = "gemm";
+      item.what = shape;
+      item.where = "rank " + std::to_string(other->second) + " (host " + k.host + ", node " +
+                   std::to_string(k.node) + ")";
+      item.label = shape;
+      item.group = item.where + ": gemm against its run's other ranks";
+      judge(item, rank_column(tb, db, rb, &mb), rank_column(ta, da, other->second, &ma), o);
+      c.items.push_back(item);
+    }
+  }
+  for (const std::string& shape : sa) {
+    if (std::find(sb.begin(), sb.end(), shape) == sb.end()) {
+      c.only_in_after.push_back("gemm " + shape);
+    }
+  }
+}
+
+std::string pct(double ratio) {
+  return fixed_text(100 * std::fabs(ratio - 1), ratio >= 0.9995 && ratio < 1.1 ? 1 : 0) + "%";
+}
+
+std::string p_text(double p) {
+  return p < 1e-6 ? std::string("p < 1e-6") : "p = " + general_text(p, 2);
+}
+
+}  // namespace
+
+Comparison compare_runs(const RunFile& before, const RunFile& after, const CompareOptions& o) {
+  Comparison c;
+  c.before_path = before.path().string();
+  c.after_path = after.path().string();
+  c.alpha = o.alpha;
+  c.min_effect = o.min_effect;
+  const RunFacts facts = read_run_facts(before);
+  c.min_effect_per_rank =
+      o.min_effect_per_rank >= 0 ? o.min_effect_per_rank : facts.straggler_slowdown();
+  if (facts.oversubscribed) {
+    // Ranks sharing cores: the whole machine's level moves between runs with what else runs on
+    // it, so whole-run items are held to the shared-core slowdown too.
+    c.min_effect = std::max(c.min_effect, c.min_effect_per_rank);
+    c.warnings.push_back("the baseline's ranks share cores: changes under " +
+                         fixed_text(100 * c.min_effect, 0) +
+                         "% are not counted (checks.straggler_slowdown_shared)");
+  }
+  if (before.schema_version() != after.schema_version()) {
+    throw UsageError("compare: " + c.before_path + " has schema " +
+                     std::to_string(before.schema_version()) + ", " + c.after_path + " schema " +
+                     std::to_string(after.schema_version()) +
+                     ": compare files of one shakedown version (or rerun the baseline)");
+  }
+  const RunMeta mb = before.meta(), ma = after.meta();
+  if (mb.shakedown_version != ma.shakedown_version) {
+    c.warnings.push_back("shakedown versions differ: " + mb.shakedown_version + " -> " +
+                         ma.shakedown_version);
+  }
+  if (mb.world_size != ma.world_size || mb.node_count != ma.node_count) {
+    c.warnings.push_back("layouts differ: " + std::to_string(mb.world_size) + " ranks on " +
+                         std::to_string(mb.node_count) + " nodes -> " +
+                         std::to_string(ma.world_size) + " on " + std::to_string(ma.node_count) +
+                         " (ranks are matched by host, node and local rank)");
+  }
+  for (const std::string& d : config_differences(mb.config_yaml, ma.config_yaml)) {
+    c.warnings.push_back("config " + d);
+  }
+  compare_collectives(before, after, o, c);
+  compare_gemm(before, after, o, c);
+  for (const char* phase : {"/train", "/checkpoint"}) {
+    if (before.has(phase) || after.has(phase)) {
+      c.not_compared.push_back(std::string(phase + 1) + " (not compared by this version)");
+    }
+  }
+  if (c.items.empty()) {
+    throw UsageError("compare: " + c.before_path + " and " + c.after_path +
+                     " have no measurement in common (collectives sizes or GEMM shapes)");
+  }
+  for (const CompareItem& i : c.items) {
+    if (i.result == CompareItem::Result::kNotJudged) {
+      ++c.not_judged;
+    } else {
+      ++c.judged;
+    }
+  }
+  // Bonferroni over the items judged.
+  c.alpha_per_item = c.judged > 0 ? o.alpha / static_cast<double>(c.judged) : o.alpha;
+  std::map<std::string, std::vector<const CompareItem*>> slower, faster;
+  std::map<std::string, std::size_t> in_group;
+  std::map<std::string, bool> per_rank;  // groups of per-rank or per-node items
+  for (CompareItem& i : c.items) {
+    if (i.result == CompareItem::Result::kNotJudged) continue;
+    ++in_group[i.group];
+    per_rank[i.group] = !i.where.empty();
+    // Per-rank and per-node items are held to the straggler rule's slowdown as well (on shared
+    // cores a rank's level moves between runs with where the scheduler put it).
+    const double effect =
+        i.where.empty() ? c.min_effect : std::max(c.min_effect, c.min_effect_per_rank);
+    if (i.p < c.alpha_per_item && i.ratio >= 1 + effect) {
+      i.result = CompareItem::Result::kSlower;
+      ++c.slower;
+      slower[i.group].push_back(&i);
+    } else if (i.p < c.alpha_per_item && i.ratio <= 1 / (1 + effect)) {
+      i.result = CompareItem::Result::kFaster;
+      ++c.faster;
+      faster[i.group].push_back(&i);
+    }
+  }
+  // A group changed when enough of its items did: a node or rank in most of its items (and at
+  // least 2), as the straggler rule asks; a collective in at least 2 sizes (a fabric problem
+  // often shows only from some size on).
+  auto changed = [&](const std::string& group, std::size_t n) {
+    const std::size_t of = in_group[group];
+    if (per_rank[group]) return n >= std::min<std::size_t>(2, of) && 2 * n > of;
+    return n >= std::min<std::size_t>(2, of);
+  };
+  auto lines = [&](const std::map<std::string, std::vector<const CompareItem*>>& groups,
+                   const char* word, std::size_t* count) {
+    std::vector<std::pair<double, std::string>> out;
+    for (const auto& [group, list] : groups) {
+      if (!changed(group, list.size())) continue;
+      ++*count;
+      std::vector<double> ratios;
+      double p = 1;
+      std::vector<std::string> where;
+      for (const CompareItem* i : list) {
+        ratios.push_back(i->ratio);
+        p = std::min(p, i->p);
+        where.push_back(!i->label.empty() ? i->label : i->size.empty() ? i->what : i->size);
+      }
+      const double r = median(ratios);
+      std::string line =
+          group + ": " + pct(r) + " " + word + " (median ratio " + general_text(r, 3) + ") in " +
+          std::to_string(list.size()) + "/" + std::to_string(in_group[group]) + " (" +
+          join(std::vector<std::string>(where.begin(),
+                                        where.begin() + std::min<std::size_t>(where.size(), 6)),
+               ", ") +
+          (where.size() > 6 ? ", ..." : "") + "), smallest " + p_text(p);
+      out.emplace_back(std::fabs(std::log(r)) * static_cast<double>(list.size()), line);
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::string> text;
+    for (auto& [w, l] : out) text.push_back(l);
+    return text;
+  };
+  c.regressions = lines(slower, "slower", &c.slower_groups);
+  c.improvements = lines(faster, "faster", &c.faster_groups);
+  return c;
+}
+
+std::string format_comparison(const Comparison& c, bool detail) {
+  std::ostringstream os;
+  os << "shakedown compare\n  before: " << c.before_path << "\n  after:  " << c.after_path << '\n';
+  for (const std::string& w : c.warnings) os << "  ! " << w << '\n';
+  os << '\n';
+  if (!c.regressions.empty()) {
+    os << "slower (beyond noise)\n";
+    for (const std::string& l : c.regressions) os << "  " << l << '\n';
+    os << '\n';
+  }
+  if (!c.improvements.empty()) {
+    os << "faster (beyond noise)\n";
+    for (const std::string& l : c.improvements) os << "  " << l << '\n';
+    os << '\n';
+  }
+  if (detail) {
+    os << "items (ratio after/before with its " << fixed_text(100 * (1 - c.alpha), 0)
+       << "% interval, two-sided Mann-Whitney p)\n";
+    for (const CompareItem& i : c.items) {
+      os << "  " << i.phase << " " << i.what << (i.size.empty() ? "" : " " + i.size)
+         << (i.where.empty() ? "" : " " + i.where) << ": ";
+      if (i.result == CompareItem::Result::kNotJudged) {
+        os << "not judged (" << i.n_before << " and " << i.n_after << " samples)\n";
+        continue;
+      }
+      os << general_text(i.ratio, 3) << " [" << general_text(i.lo, 3) << ", "
+         << general_text(i.hi, 3) << "], " << p_text(i.p) << " (" << general_text(i.before_us, 4)
+         << " -> " << general_text(i.after_us, 4) << " us)";
+      if (i.result == CompareItem::Result::kSlower) os << " SLOWER";
+      if (i.result == CompareItem::Result::kFaster) os << " faster";
+      os << '\n';
+    }
+    os << '\n';
+  }
+  if (!c.only_in_before.empty()) {
+    os << "only in before: " << c.only_in_before.size() << " ("
+       << join(std::vector<std::string>(
+                   c.only_in_before.begin(),
+                   c.only_in_before.begin() + std::min<std::size_t>(c.only_in_before.size(), 5)),
+               ", ")
+       << (c.only_in_before.size() > 5 ? ", ..." : "") << ")\n";
+  }
+  if (!c.only_in_after.empty()) {
+    os << "only in after: " << c.only_in_after.size() << " ("
+       << join(std::vector<std::string>(
+                   c.only_in_after.begin(),
+                   c.only_in_after.begin() + std::min<std::size_t>(c.only_in_after.size(), 5)),
+               ", ")
+       << (c.only_in_after.size() > 5 ? ", ..." : "") << ")\n";
+  }
+  for (const std::string& n : c.not_compared) os << "not compared: " << n << '\n';
+  os << "compared " << c.judged << " item(s) at alpha " << general_text(c.alpha, 2)
+     << " Bonferroni-corrected (" << general_text(c.alpha_per_item, 2) << " each), changes under "
+     << fixed_text(100 * c.min_effect, 0) << "% ("
+     << fixed_text(100 * std::max(c.min_effect, c.min_effect_per_rank), 0)
+     << "% for a rank against its run's others) ignored: " << c.slower << " slower, " << c.faster
+     << " faster, " << c.judged - c.slower - c.faster << " unchanged";
+  if (c.not_judged > 0) os << "; " << c.not_judged << " not judged (fewer than 2 samples)";
+  os << "\n"
+     << c.slower_groups << " place(s) slower, " << c.faster_groups
+     << " faster (a rank or node in most of its items and at least 2, a collective in at least 2 "
+        "sizes)\n";
+  os << "verdict: " << (c.slower_groups > 0 ? "REGRESSED" : "NO REGRESSION") << " (exit "
+     << c.exit_code() << ")\n";
+  return os.str();
+}
+
+}  // namespace shakedown

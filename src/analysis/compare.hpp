@@ -1,0 +1,63 @@
+#pragma once
+// `shakedown compare BASELINE.h5 RUN.h5`: what got slower or faster between two runs (before and
+// after a maintenance), item by item, beyond noise (analysis/compare_stats.hpp), and where:
+//  - collectives: per sweep (scope, collective, dtype, mode) and message size, the per-iteration
+//    time of the collective (its slowest rank); for intra_node sweeps also per node;
+//  - gemm: per shape, the run's GEMM time (each iteration's median rank), and per rank (matched by
+//    host, node and local rank) its time relative to its own run's median rank, so a rank or
+//    node that changed against its peers is named even when the whole machine drifted.
+// Each item: the ratio after/before as exp(Hodges-Lehmann shift of log time) with its interval,
+// and the two-sided Mann-Whitney p, Bonferroni-corrected over the items judged. An item regressed
+// when the ratio is at least 1 + min_effect and the corrected p below alpha (improved: at most
+// 1 / (1 + min_effect)). Regressions are then gathered per node and per collective, so the answer
+// is a short list of where to look. train and checkpoint are not compared yet (said).
+#include <string>
+#include <vector>
+
+#include "record/reader.hpp"
+
+namespace shakedown {
+
+struct CompareOptions {
+  double alpha = 0.05;       // family-wise, over the items judged
+  double min_effect = 0.05;  // smallest change that counts (0.05: 5% slower)
+  // ... for a rank or node against its peers: the baseline's straggler slowdown
+  // (checks.straggler_slowdown, or _shared where ranks share cores) unless set (>= 0).
+  double min_effect_per_rank = -1;
+};
+
+struct CompareItem {
+  std::string phase;  // collectives | gemm
+  std::string what;   // "world all_reduce float32_sum out_of_place", "256x768x256"
+  std::string size;   // "1 MiB" (collectives), "" otherwise
+  std::string where;  // "" (the whole run), "node 1 (host vm)", "rank 2 (host vm, local 0)"
+  std::string group;  // the aggregation key: "node 1 (host vm): gemm", "world all_reduce ..."
+  std::string label;  // how its group's line lists it ("64x128x128 rank 2"); "": size or what
+  std::size_t n_before = 0, n_after = 0;
+  double before_us = 0, after_us = 0;  // medians
+  double ratio = 1, lo = 1, hi = 1;    // after / before, with its interval
+  double p = 1;                        // two-sided, uncorrected
+  enum class Result { kSlower, kFaster, kSame, kNotJudged } result = Result::kNotJudged;
+};
+
+struct Comparison {
+  std::string before_path, after_path;
+  std::vector<std::string> warnings;        // versions or configurations that differ
+  std::vector<std::string> only_in_before;  // measured there only
+  std::vector<std::string> only_in_after;
+  std::vector<std::string> not_compared;  // phases this version does not compare
+  std::vector<CompareItem> items;
+  std::size_t judged = 0, slower = 0, faster = 0, not_judged = 0;  // items
+  std::size_t slower_groups = 0, faster_groups = 0;  // places: what the verdict rests on
+  double min_effect_per_rank = 0.05;
+  double alpha = 0.05, min_effect = 0.05, alpha_per_item = 0.05;
+  // One line per group with regressions (improvements), worst first.
+  std::vector<std::string> regressions, improvements;
+  int exit_code() const { return slower_groups > 0 ? 1 : 0; }
+};
+
+// Throws UsageError (exit 2) for files of another schema version or without measurements.
+Comparison compare_runs(const RunFile& before, const RunFile& after, const CompareOptions& o);
+std::string format_comparison(const Comparison& c, bool detail);
+
+}  // namespace shakedown

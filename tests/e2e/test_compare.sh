@@ -5,7 +5,7 @@
 # the configuration keys that differ are said; a file that is not a run is exit 2.
 source "$(dirname "$0")/lib.sh"
 gemm=(--virtual-nodes 2 --phases gemm --set gemm.engine=cpu --set gemm.hidden=128
-  --set gemm.tokens=64 --set gemm.iters=12)
+  --set gemm.tokens=64 --set gemm.iters=30)
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/base.h5" >/dev/null 2>&1
 expect_rc 0 $? "baseline"
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/again.h5" >/dev/null 2>&1

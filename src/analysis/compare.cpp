@@ -85,21 +85,6 @@ std::vector<double> log_of(const std::vector<double>& v) {
   return out;
 }
 
-// Per iteration, the slowest of `ranks` (NaN where none has a sample): the collective's time.
-std::vector<double> slowest_per_iteration(const std::vector<double>& t, std::size_t iters,
-                                          std::size_t world, const std::vector<int>& ranks) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < iters; ++i) {
-    double m = std::nan("");
-    for (int r : ranks) {
-      const double v = t[i * world + static_cast<std::size_t>(r)];
-      if (std::isfinite(v) && !(v <= m)) m = v;
-    }
-    out.push_back(m);
-  }
-  return out;
-}
-
 void judge(CompareItem& item, const std::vector<double>& before, const std::vector<double>& after,
            const CompareOptions& o) {
   const std::vector<double> b = log_of(before), a = log_of(after);
@@ -131,6 +116,15 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOpti
   for (const SweepData& s : da.sweeps) after[{s.scope, s.op, s.leaf, s.mode}] = &s;
   const std::vector<RankInfo> rb = fb.ranks(), ra = fa.ranks();
   const std::map<RankKey, int> kb = rank_keys(rb), ka = rank_keys(ra);
+  // Each node's ranks (as columns of the per-rank datasets) in both runs, for intra_node sweeps.
+  std::map<RankKey, std::pair<std::vector<std::size_t>, std::vector<std::size_t>>> nodes;
+  for (const auto& [k, r] : kb) {
+    const auto other = ka.find(k);
+    if (other == ka.end() || r < 0 || other->second < 0) continue;
+    auto& members = nodes[RankKey{k.host, k.node, -1}];
+    members.first.push_back(static_cast<std::size_t>(r));
+    members.second.push_back(static_cast<std::size_t>(other->second));
+  }
   for (const auto& [key, sb] : before) {
     const std::string name = key.scope + " " + key.op + " " + key.leaf + " " + key.mode;
     const auto it = after.find(key);
@@ -157,35 +151,24 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOpti
       std::size_t ib = 0, iat = 0;
       const std::vector<double> tb = read_size_times(fb, *sb, i, &ib);
       const std::vector<double> ta = read_size_times(fa, *sa, ja, &iat);
-      std::vector<int> all_b, all_a;
-      for (std::size_t r = 0; r < sb->world; ++r) all_b.push_back(static_cast<int>(r));
-      for (std::size_t r = 0; r < sa->world; ++r) all_a.push_back(static_cast<int>(r));
       CompareItem item;
       item.phase = "collectives";
       item.what = name;
       item.size = format_size(sb->sizes[i]);
       item.group = name;
-      judge(item, slowest_per_iteration(tb, ib, sb->world, all_b),
-            slowest_per_iteration(ta, iat, sa->world, all_a), o);
+      // The collective lasts until its slowest rank is done.
+      judge(item, iteration_durations(tb, sb->world), iteration_durations(ta, sa->world), o);
       c.items.push_back(item);
       // Each node's own time where the sweep is inside nodes.
       if (key.scope != "intra_node") continue;
-      std::map<RankKey, std::pair<std::vector<int>, std::vector<int>>> nodes;  // node -> ranks
-      for (const auto& [k, r] : kb) {
-        const auto other = ka.find(k);
-        if (other == ka.end()) continue;
-        const RankKey node{k.host, k.node, -1};
-        nodes[node].first.push_back(r);
-        nodes[node].second.push_back(other->second);
-      }
       for (const auto& [node, members] : nodes) {
         CompareItem n = item;
         n.where = node_text(node);
         n.group = n.where + ": " + key.op + " intra_node";
         n.label = n.size + (key.mode == "in_place" ? " in place" : "");
         n.result = CompareItem::Result::kNotJudged;
-        judge(n, slowest_per_iteration(tb, ib, sb->world, members.first),
-              slowest_per_iteration(ta, iat, sa->world, members.second), o);
+        judge(n, iteration_durations(tb, sb->world, members.first),
+              iteration_durations(ta, sa->world, members.second), o);
         c.items.push_back(n);
       }
     }

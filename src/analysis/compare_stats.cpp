@@ -25,25 +25,6 @@ std::vector<double> finite(std::span<const double> v) {
   return out;
 }
 
-bool has_ties(std::vector<double> all) {
-  std::sort(all.begin(), all.end());
-  return std::adjacent_find(all.begin(), all.end()) != all.end();
-}
-
-// Sum of t^3 - t over the tie groups of the pooled sample.
-double tie_term(std::vector<double> all) {
-  std::sort(all.begin(), all.end());
-  double ties = 0;
-  for (std::size_t i = 0; i < all.size();) {
-    std::size_t j = i;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    const double t = static_cast<double>(j - i);
-    ties += t * t * t - t;
-    i = j;
-  }
-  return ties;
-}
-
 double normal_quantile(double p) {
   // Acklam's rational approximation refined by one Newton step: |error| < 1e-12.
   static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
@@ -87,11 +68,9 @@ UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double>
   t.u1 = mann_whitney_u(x, y);
   const double n1 = static_cast<double>(t.n1), n2 = static_cast<double>(t.n2);
   const double u = std::max(t.u1, n1 * n2 - t.u1);
-  std::vector<double> all(x);
-  all.insert(all.end(), y.begin(), y.end());
-  const bool exact =
-      method == UMethod::kExact ||
-      (method == UMethod::kAuto && std::min(t.n1, t.n2) <= kExactMax && !has_ties(all));
+  const double ties = mann_whitney_tie_sum(x, y);
+  const bool exact = method == UMethod::kExact ||
+                     (method == UMethod::kAuto && std::min(t.n1, t.n2) <= kExactMax && ties == 0);
   if (exact) {
     t.exact = true;
     const std::vector<double> counts = mann_whitney_null_counts(t.n1, t.n2);
@@ -104,7 +83,7 @@ UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double>
     return t;
   }
   const double N = n1 + n2;
-  const double var = n1 * n2 / 12 * ((N + 1) - tie_term(all) / (N * (N - 1)));
+  const double var = n1 * n2 / 12 * ((N + 1) - ties / (N * (N - 1)));
   if (var <= 0) return t;  // every value equal: no evidence either way
   const double z = (u - n1 * n2 / 2 - 0.5) / std::sqrt(var);
   t.p = std::min(1.0, std::erfc(z / std::sqrt(2.0)));  // 2 x the upper tail

@@ -9,6 +9,21 @@
 
 namespace shakedown {
 
+double mann_whitney_tie_sum(std::span<const double> x, std::span<const double> y) {
+  std::vector<double> all(x.begin(), x.end());
+  all.insert(all.end(), y.begin(), y.end());
+  std::sort(all.begin(), all.end());
+  double ties = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    ties += t * t * t - t;
+    i = j;
+  }
+  return ties;
+}
+
 std::vector<double> mann_whitney_null_counts(std::size_t m, std::size_t n) {
   // The recurrence N(i, j, u) = N(i - 1, j, u - j) + N(i, j - 1, u), row by row in i.
   std::vector<std::vector<double>> prev(n + 1), cur(n + 1);
@@ -99,17 +114,7 @@ double mann_whitney_greater(std::span<const double> xs, std::span<const double> 
   const double u = mann_whitney_u(x, y);
   if (m * n <= 400) return exact_upper_tail(m, n, std::ceil(u - 1e-9));
   // Normal approximation with continuity and tie corrections.
-  std::vector<double> all(x);
-  all.insert(all.end(), y.begin(), y.end());
-  std::sort(all.begin(), all.end());
-  double ties = 0;
-  for (std::size_t i = 0; i < all.size();) {
-    std::size_t j = i;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    const double t = static_cast<double>(j - i);
-    ties += t * t * t - t;
-    i = j;
-  }
+  const double ties = mann_whitney_tie_sum(x, y);
   const double mm = static_cast<double>(m), nn = static_cast<double>(n), N = mm + nn;
   const double mean = mm * nn / 2;
   const double var = mm * nn / 12 * ((N + 1) - ties / (N * (N - 1)));

@@ -19,6 +19,8 @@ namespace shakedown {
 
 // U of x against y: #pairs (x > y) + 0.5 #ties, from the rank sum of x in the pooled sample.
 double mann_whitney_u(std::span<const double> x, std::span<const double> y);
+// Sum of t^3 - t over the tie groups of x and y pooled (0: no ties), for U's variance.
+double mann_whitney_tie_sum(std::span<const double> x, std::span<const double> y);
 // How many of the C(m + n, m) rankings without ties give U = 0, 1, ..., m n.
 std::vector<double> mann_whitney_null_counts(std::size_t m, std::size_t n);
 

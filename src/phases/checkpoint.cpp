@@ -22,7 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/host.hpp"
-#include "fp8/scaling.hpp"
+#include "core/stats.hpp"
 #include "fp8/tensor.hpp"
 #include "gemm/engine.hpp"
 #include "phases/phase.hpp"
@@ -56,10 +56,15 @@ double available_memory_bytes() {
   return kib * 1024;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+// O_DIRECT's rule on `dir`: every block and shard a multiple of the file system's offset
+// alignment (at least 512). "" when block and bytes (0: not known yet) keep it.
+std::string direct_io_problem(const fs::path& dir, std::uint64_t align, std::uint64_t block,
+                              std::uint64_t bytes) {
+  const std::uint64_t a = std::max<std::uint64_t>(align, 512);
+  if (block % a == 0 && bytes % a == 0) return "";
+  return "checkpoint.direct_io: O_DIRECT on " + dir.string() +
+         " needs checkpoint.block_size and bytes_per_rank in multiples of " + std::to_string(a) +
+         " bytes";
 }
 
 // Whose shard `rank` restores: the rank one node on (IOR -C), or the next rank with one node.
@@ -144,7 +149,7 @@ std::int64_t verify_shard(std::span<const std::byte> got, const storage::ShardMe
 
 // The folder this run's checkpoints go to: <checkpoint.dir>/<run>.ckpt, or next to the run file
 // when checkpoint.dir is "". Rank 0 creates it (a new name if one exists) and tells the others.
-fs::path make_root(PhaseEnv& env, Made& made, const std::string& where) {
+fs::path make_root(PhaseEnv& env, Made& made) {
   const CheckpointConfig& cfg = env.config.checkpoint;
   const fs::path run = env.recorder.final_path();
   const fs::path base = cfg.dir.empty() ? run.parent_path() : fs::path(cfg.dir);
@@ -153,7 +158,7 @@ fs::path make_root(PhaseEnv& env, Made& made, const std::string& where) {
     if (!env.ctx.is_root()) return;
     const std::string stem = run.stem().string() + ".ckpt";
     fs::path p = (base.empty() ? fs::path(".") : base) / stem;
-    for (int i = 2; !made.dirs.make_dir(p, where); ++i) {
+    for (int i = 2; !made.dirs.make_dir(p, {}); ++i) {
       p = (base.empty() ? fs::path(".") : base) / (stem + "-" + std::to_string(i));
       if (i > 1000) throw RuntimeFault("cannot find a free name for " + p.string());
     }
@@ -172,10 +177,8 @@ std::uint64_t shard_bytes(const PhaseEnv& env) {
   const train::Parallel parallel = train::check_parallel(
       shape, env.config.train,
       train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/false, /*known=*/true});
-  const int tp = parallel.tp;
-  const int dp_rank =
-      tp == 1 ? ctx.rank() : ctx.node_index() * (ctx.ranks_per_node() / tp) + ctx.local_rank() / tp;
-  return std::max<std::uint64_t>(1, train::checkpoint_shard(shape, parallel, dp_rank).total());
+  return std::max<std::uint64_t>(
+      1, train::checkpoint_shard(shape, parallel, tp_group_index(ctx, parallel.tp)).total());
 }
 
 }  // namespace
@@ -207,19 +210,16 @@ void check_checkpoint_dir(const Context& ctx, const CheckpointConfig& cfg) {
   if (cfg.direct_io) {
     const fs::path file = probe / "direct";
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+    const int err = errno;
     if (fd < 0) {
       direct_problem = "checkpoint.direct_io: " + cfg.dir + " does not support O_DIRECT on " +
-                       where + " (" + std::strerror(errno) +
+                       where + " (" + std::strerror(err) +
                        "): set checkpoint.direct_io: false for this file system";
     } else {
       ::close(fd);
-      const std::uint64_t a =
-          std::max<std::uint64_t>(storage::fs_info(probe).dio_offset_align, 512);
-      if (cfg.block_size % a != 0 || (!cfg.from_train && cfg.bytes_per_rank % a != 0)) {
-        direct_problem = "checkpoint.direct_io: O_DIRECT on " + cfg.dir +
-                         " needs checkpoint.block_size and bytes_per_rank in multiples of " +
-                         std::to_string(a) + " bytes";
-      }
+      // from_train sizes are rounded up to the alignment in the phase.
+      direct_problem = direct_io_problem(cfg.dir, storage::fs_info(probe).dio_offset_align,
+                                         cfg.block_size, cfg.from_train ? 0 : cfg.bytes_per_rank);
     }
     ::unlink(file.c_str());
   }
@@ -239,12 +239,13 @@ void check_checkpoint_shared(const Context& ctx, const CheckpointConfig& cfg,
     const fs::path p =
         dir / (".shakedown-visible-" + local_hostname() + "-" + std::to_string(::getpid()));
     const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const int err = errno;
     // The run file's own folder: when it cannot be written, creating the run file says so
     // (exit 3, naming the file), which is the error to see first.
     if (fd < 0 && cfg.dir.empty()) return;
     if (fd < 0) {
       throw UsageError("checkpoint folder " + dir.string() + ": cannot create a file in it on " +
-                       ctx.describe_rank(0) + " (" + std::strerror(errno) +
+                       ctx.describe_rank(0) + " (" + std::strerror(err) +
                        "): set checkpoint.dir to a folder this user can write to");
     }
     ::close(fd);
@@ -279,13 +280,12 @@ void run_checkpoint(PhaseEnv& env) {
   MPI_Comm world = ctx.world();
   const int rank = ctx.rank();
   // Storage errors are raised through agreed() and reported with the failing rank and host
-  // (rank 0's by the report itself): the messages need not say who.
-  const std::string where;
+  // (rank 0's by the report itself): the storage calls are given no "where" of their own.
   env.watchdog.step("checkpoint: folder");
   refuse_unreachable_steps(env, "checkpoint", cfg.iters, "one per checkpoint iteration");
 
   Made made;
-  const fs::path root = make_root(env, made, where);
+  const fs::path root = make_root(env, made);
   const storage::FsInfo fsi = storage::fs_info(root);
   if (ctx.is_root() && fsi.node_local && ctx.node_count() > 1 && ctx.virtual_nodes() <= 1) {
     std::fprintf(stderr,
@@ -307,13 +307,11 @@ void run_checkpoint(PhaseEnv& env) {
   fail_cleanly([&] { bytes = shard_bytes(env); });
   if (cfg.direct_io) {
     fail_cleanly([&] {
+      // Checked before any phase for checkpoint.dir; again here for the run file's folder.
       const std::uint64_t a = std::max<std::uint64_t>(fsi.dio_offset_align, 512);
       if (cfg.from_train) bytes = (bytes + a - 1) / a * a;  // O_DIRECT writes whole blocks
-      if (block % a != 0 || bytes % a != 0) {
-        throw UsageError("checkpoint.direct_io: O_DIRECT on " + root.string() + " (" + fsi.type +
-                         ") needs checkpoint.block_size and bytes_per_rank in multiples of " +
-                         std::to_string(a) + " bytes");
-      }
+      const std::string problem = direct_io_problem(root, a, block, bytes);
+      if (!problem.empty()) throw UsageError(problem);
     });
   }
   const bool shared = cfg.layout == "shared_file";
@@ -359,6 +357,8 @@ void run_checkpoint(PhaseEnv& env) {
           env.config.gemm.threads > 0 ? env.config.gemm.threads : default_gemm_threads(ctx));
     }
   });
+  // Every shard's writer host, for the metadata (rank 0).
+  const std::vector<std::string> hosts = gather_strings(world, 0, local_hostname());
   Progress progress("checkpoint", cfg.iters, env.progress);
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
@@ -371,7 +371,7 @@ void run_checkpoint(PhaseEnv& env) {
     const std::string shard_name =
         shared ? "shared.bin" : "rank_" + std::to_string(rank) + ".shard";
     fail_cleanly([&] {
-      if (ctx.is_root() && !made.dirs.make_dir(step_dir, where)) {
+      if (ctx.is_root() && !made.dirs.make_dir(step_dir, {})) {
         throw RuntimeFault(step_dir.string() + " exists already");
       }
     });
@@ -390,7 +390,6 @@ void run_checkpoint(PhaseEnv& env) {
                    ctx.describe_rank(rank).c_str(), n);
       t.fail_errno = EIO;
     }
-    t.where = where;
     if (!shared || ctx.is_root()) made.files.file(t.file);
 
     // ---- write ----
@@ -428,8 +427,8 @@ void run_checkpoint(PhaseEnv& env) {
       fail_cleanly([&] {
         if (failed) std::rethrow_exception(failed);
       });
-      mine.step_before.push_back(median_of(before));
-      mine.step_during.push_back(during.empty() ? std::nan("") : median_of(during));
+      mine.step_before.push_back(median(before));
+      mine.step_during.push_back(during.empty() ? std::nan("") : median(during));
       mine.steps_during.push_back(static_cast<std::int64_t>(during.size()));
     }
 
@@ -438,16 +437,6 @@ void run_checkpoint(PhaseEnv& env) {
     padded.resize(t.calls, 0);
     const std::vector<std::uint64_t> all_sums =
         gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(padded));
-    const std::vector<std::string> hosts = [&] {
-      std::vector<char> name(256, '\0');
-      const std::string h = local_hostname();
-      std::copy_n(h.begin(), std::min<std::size_t>(h.size(), 255), name.begin());
-      std::vector<char> all(ctx.is_root() ? 256 * static_cast<std::size_t>(ctx.world_size()) : 0);
-      SD_MPI_CHECK(MPI_Gather(name.data(), 256, MPI_CHAR, all.data(), 256, MPI_CHAR, 0, world));
-      std::vector<std::string> v;
-      for (std::size_t i = 0; i < all.size(); i += 256) v.emplace_back(all.data() + i);
-      return v;
-    }();
     const fs::path meta_path = step_dir / "metadata.json";
     fail_cleanly([&] {
       if (!ctx.is_root()) return;
@@ -471,7 +460,7 @@ void run_checkpoint(PhaseEnv& env) {
       }
       made.files.file(meta_path.string() + ".tmp");  // left behind if the commit fails
       made.files.file(meta_path);
-      storage::commit_file(meta_path, storage::to_json(meta), where);
+      storage::commit_file(meta_path, storage::to_json(meta), {});
     });
 
     // --inject corrupt: one byte of this rank's shard changes on disk after the commit, as
@@ -483,7 +472,7 @@ void run_checkpoint(PhaseEnv& env) {
                    ctx.describe_rank(rank).c_str(), static_cast<unsigned long long>(bytes / 2),
                    t.file.c_str());
       {
-        storage::File f(t.file, O_RDWR | O_NOFOLLOW, where);
+        storage::File f(t.file, O_RDWR | O_NOFOLLOW, {});
         std::byte b{};
         f.pread_all(std::span(&b, 1), at);
         b ^= std::byte{0x5A};
@@ -500,7 +489,7 @@ void run_checkpoint(PhaseEnv& env) {
     storage::ShardMeta src;
     fail_cleanly([&] {
       const storage::CheckpointMeta meta =
-          storage::parse_meta(storage::read_small_file(meta_path, where), meta_path);
+          storage::parse_meta(storage::read_small_file(meta_path, {}), meta_path);
       if (static_cast<std::size_t>(source) >= meta.shards.size()) {
         throw RuntimeFault(meta_path.string() + " has no shard of rank " + std::to_string(source));
       }

@@ -47,6 +47,11 @@ int default_gemm_threads(const Context& ctx) {
   return std::max(1, allowed);
 }
 
+int tp_group_index(const Context& ctx, int tp) {
+  if (tp <= 1) return ctx.rank();
+  return ctx.node_index() * (ctx.ranks_per_node() / tp) + ctx.local_rank() / tp;
+}
+
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
       {"inventory", run_inventory}, {"collectives", run_collectives}, {"gemm", run_gemm},

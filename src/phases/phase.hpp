@@ -46,6 +46,10 @@ void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long step
 // not bound, its host's CPUs shared among the host's ranks.
 int default_gemm_threads(const Context& ctx);
 
+// The index of the rank's TP group of `tp` consecutive local ranks, numbered node by node (the
+// rank itself when tp is 1): the train phase's DP replica index, the same on any rank numbering.
+int tp_group_index(const Context& ctx, int tp);
+
 // The phases this build implements, in pipeline order.
 const std::vector<PhaseEntry>& phase_table();
 const PhaseEntry* find_phase(const std::string& name);

@@ -132,9 +132,7 @@ void run_train(PhaseEnv& env) {
   // TP group (node, then group in the node), so a rank's dp_rank is its TP group's index and the
   // ranks of one TP group share it (and the batch seed), however ranks are numbered across nodes.
   CommHandle tp_comm = comm_split(ctx.node(), ctx.local_rank() / tp, ctx.local_rank());
-  const int tp_group_index =
-      tp == 1 ? ctx.rank() : ctx.node_index() * (ctx.ranks_per_node() / tp) + ctx.local_rank() / tp;
-  CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, tp_group_index);
+  CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, tp_group_index(ctx, tp));
   MpiComm tp_group(tp_comm.get());
 
   // The step's tensors live in host memory: on the CPU engine the GEMMs run there; on cuBLASLt

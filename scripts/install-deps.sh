@@ -16,11 +16,14 @@ packages=(
   slurmctld slurmd slurm-client munge
   clang libclang-rt-14-dev llvm
   fio
+  libjs-chart.js chromium python3-pil
 )
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
 # llvm: llvm-symbolizer, so sanitizer reports name functions and lines.
 # python3-jsonschema, python3-prometheus-client: the e2e tests validate the JSON report against
 # docs/report-schema.json and parse the Prometheus textfile with the client's own parser.
+# libjs-chart.js: Chart.js, which the HTML report inlines (built into the binary);
+# chromium, python3-pil: the e2e test renders the report headless and checks the picture.
 # fio: the baseline bench/bench_checkpoint.sh measures the checkpoint phase against.
 
 missing=()

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   using namespace shakedown;
   CLI::App app{
       "shakedown: acceptance test for multi-node GPU training clusters.\n"
-      "Launch `run` and `topo` with mpirun or srun; `plan`, `summary` and `compare` need no MPI.",
+      "Launch `run` and `topo` with mpirun or srun; `plan`, `summary`, `compare` and `report` need "
+      "no MPI.",
       "shakedown"};
   app.require_subcommand(0, 1);
   bool show_version = false;
@@ -72,8 +73,13 @@ int main(int argc, char** argv) {
   run_cmd
       ->add_option("--report", run.reports,
                    "Also write these reports next to the run file, with its stem: json (.json), "
-                   "junit (.junit.xml), prometheus (.prom), text (.txt)")
+                   "junit (.junit.xml), prometheus (.prom), text (.txt), html (.html, the page "
+                   "with charts); with --baseline also the comparison (.compare.json ...)")
       ->delimiter(',');
+  run_cmd->add_option("--baseline", run.baseline,
+                      "Compare this run with a baseline run file at its end (as `shakedown "
+                      "compare` does): printed after the summary; exit 1 when anything "
+                      "regressed beyond noise");
 
   run_cmd->add_flag("--progress", run.progress,
                     "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "
@@ -169,7 +175,30 @@ int main(int argc, char** argv) {
       ->add_option("--min-effect", compare.min_effect,
                    "Smallest change that counts, as a fraction (default 0.05: 5%)")
       ->check(CLI::Range(0.0, 10.0));
-  compare_cmd->add_flag("--detail", compare.detail, "Also list every item compared");
+  compare_cmd->add_flag("--detail", compare.detail, "Also list every item compared (text format)");
+  compare_cmd->add_option("--format", compare.format,
+                          "text (default), json (docs/compare-schema.json), junit (one testcase "
+                          "per place compared) or prometheus (node_exporter textfile)");
+  compare_cmd->add_option("-o,--output", compare.out,
+                          "Write the comparison to FILE (whole or not at all) instead of "
+                          "standard output");
+
+  ReportOptions report;
+  auto* report_cmd = app.add_subcommand(
+      "report",
+      "Write the HTML report of a run file: one self-contained page with the verdict, checks, "
+      "charts of every phase and, with --baseline, the comparison");
+  report_cmd->add_option("file", report.path, "RUN.h5")->required();
+  report_cmd->add_option("--baseline", report.baseline,
+                         "BASELINE.h5: add the comparison with it (as `shakedown compare`)");
+  report_cmd->add_option("-o,--output", report.out,
+                         "The HTML file to write (default: the run file's name with .html)");
+  report_cmd->add_option("--alpha", report.alpha, "With --baseline: as for compare (default 0.05)")
+      ->check(CLI::Range(1e-9, 0.5));
+  report_cmd
+      ->add_option("--min-effect", report.min_effect,
+                   "With --baseline: as for compare (default 0.05)")
+      ->check(CLI::Range(0.0, 10.0));
 
   try {
     app.parse(argc, argv);
@@ -198,6 +227,7 @@ int main(int argc, char** argv) {
     if (*plan_cmd) return plan_command(plan);
     if (*summary_cmd) return summary_command(summary);
     if (*compare_cmd) return compare_command(compare);
+    if (*report_cmd) return report_command(report);
     std::cerr << app.help() << "A subcommand is required.\n";
     return static_cast<int>(ExitCode::kUsage);
   } catch (const AgreedError& e) {

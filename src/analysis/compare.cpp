@@ -91,6 +91,13 @@ void judge(CompareItem& item, const std::vector<double>& before, const std::vect
   item.n_before = b.size();
   item.n_after = a.size();
   if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
+  // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for it
+  // to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
+  const double n = static_cast<double>(b.size()), m = static_cast<double>(a.size());
+  if (std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
+      std::log(o.alpha)) {
+    return;
+  }
   item.before_us = std::exp(median(b));
   item.after_us = std::exp(median(a));
   const UTest t = mann_whitney_two_sided(a, b);
@@ -246,6 +253,7 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
                    std::to_string(k.node) + ")";
       item.label = shape;
       item.group = item.where + ": gemm against its run's other ranks";
+      item.unit = "x median";
       judge(item, rank_column(tb, db, rb, &mb), rank_column(ta, da, other->second, &ma), o);
       c.items.push_back(item);
     }
@@ -254,6 +262,126 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
     if (std::find(sb.begin(), sb.end(), shape) == sb.end()) {
       c.only_in_after.push_back("gemm " + shape);
     }
+  }
+}
+
+// Per step (row) of [steps, world]: the median over the ranks present, or the largest.
+std::vector<double> per_step(const std::vector<double>& t, std::size_t world, bool largest) {
+  if (largest) return iteration_durations(t, world);
+  return median_per_iteration(t, {world == 0 ? 0 : t.size() / world, world});
+}
+
+// train: per component the run's value per measured step; per rank its compute (forward +
+// backward) against its run's median rank, matched by host, node and local rank.
+void compare_train(const RunFile& fb, const RunFile& fa, const CompareOptions& o, Comparison& c) {
+  namespace t = schema::training;
+  const std::string g = schema::kTrainGroup;
+  const bool hb = fb.has(g, t::kStepMs), ha = fa.has(g, t::kStepMs);
+  if (!hb || !ha) {
+    if (hb) c.only_in_before.push_back("train");
+    if (ha) c.only_in_after.push_back("train");
+    return;
+  }
+  struct Component {
+    const schema::Dataset<double>* d;
+    const char* name;
+    bool largest;  // the step lasts until its slowest rank; components: the median rank
+  };
+  const Component components[] = {{&t::kStepMs, "step", true},
+                                  {&t::kFwdMs, "forward", false},
+                                  {&t::kBwdMs, "backward", false},
+                                  {&t::kTpCommMs, "tp communication", false},
+                                  {&t::kDpExposedMs, "exposed dp communication", false},
+                                  {&t::kOptimMs, "optimizer", false}};
+  const std::size_t wb = fb.ranks().size(), wa = fa.ranks().size();
+  if (wb == 0 || wa == 0) return;
+  for (const Component& k : components) {
+    if (!fb.has(g, *k.d) || !fa.has(g, *k.d)) continue;
+    CompareItem item;
+    item.phase = "train";
+    item.what = k.name;
+    item.unit = "ms";
+    item.group =
+        std::string("train ") + k.name + (k.largest ? " (slowest rank)" : " (median rank)");
+    judge(item, per_step(fb.read(g, *k.d), wb, k.largest),
+          per_step(fa.read(g, *k.d), wa, k.largest), o);
+    c.items.push_back(item);
+  }
+  // Compute per rank against its run's median rank.
+  auto compute = [&](const RunFile& f, std::size_t world) {
+    std::vector<double> fwd = f.read(g, t::kFwdMs);
+    const std::vector<double> bwd = f.read(g, t::kBwdMs);
+    for (std::size_t i = 0; i < fwd.size() && i < bwd.size(); ++i) fwd[i] += bwd[i];
+    return std::pair{fwd, std::vector<std::uint64_t>{fwd.size() / world, world}};
+  };
+  const auto [cb, db] = compute(fb, wb);
+  const auto [ca, da] = compute(fa, wa);
+  const std::vector<double> mb = median_per_iteration(cb, db), ma = median_per_iteration(ca, da);
+  const std::map<RankKey, int> kb = rank_keys(fb.ranks()), ka = rank_keys(fa.ranks());
+  for (const auto& [k, rb] : kb) {
+    const auto other = ka.find(k);
+    if (other == ka.end()) continue;
+    CompareItem item;
+    item.phase = "train";
+    item.what = "compute (forward + backward)";
+    item.unit = "x median";
+    item.where = "rank " + std::to_string(other->second) + " (host " + k.host + ", node " +
+                 std::to_string(k.node) + ")";
+    item.label = "train compute";
+    item.group = item.where + ": train compute against its run's other ranks";
+    judge(item, rank_column(cb, db, rb, &mb), rank_column(ca, da, other->second, &ma), o);
+    c.items.push_back(item);
+  }
+}
+
+// checkpoint: per iteration the aggregate write and restore time (latest end - earliest start).
+void compare_checkpoint(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
+                        Comparison& c) {
+  namespace k = schema::checkpoint;
+  const std::string g = schema::kCheckpointGroup;
+  const bool hb = fb.has(g, k::kWriteEndS), ha = fa.has(g, k::kWriteEndS);
+  auto layout = [&](const RunFile& f) {
+    return f.attr_string(g, k::kAttrApi) + " " + f.attr_string(g, k::kAttrLayout);
+  };
+  const std::string lb = hb ? layout(fb) : "", la = ha ? layout(fa) : "";
+  if (!hb || !ha || lb != la) {
+    if (hb) c.only_in_before.push_back("checkpoint " + lb);
+    if (ha) c.only_in_after.push_back("checkpoint " + la);
+    return;
+  }
+  // Per iteration, latest end - earliest start over the ranks (seconds).
+  auto spans = [&](const RunFile& f, const schema::Dataset<double>& start,
+                   const schema::Dataset<double>& end) {
+    std::vector<std::uint64_t> d;
+    const std::vector<double> s = f.read(g, start, &d), e = f.read(g, end);
+    std::vector<double> out;
+    if (d.size() != 2 || e.size() != s.size()) return out;
+    for (std::uint64_t i = 0; i < d[0]; ++i) {
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::uint64_t r = 0; r < d[1]; ++r) {
+        const double a = s[i * d[1] + r], b = e[i * d[1] + r];
+        if (std::isfinite(a) && std::isfinite(b)) {
+          lo = std::min(lo, a);
+          hi = std::max(hi, b);
+        }
+      }
+      out.push_back(hi >= lo ? hi - lo : std::nan(""));
+    }
+    return out;
+  };
+  const std::pair<const char*,
+                  std::pair<const schema::Dataset<double>*, const schema::Dataset<double>*>>
+      ops[] = {{"write", {&k::kWriteStartS, &k::kWriteEndS}},
+               {"restore", {&k::kReadStartS, &k::kReadEndS}}};
+  for (const auto& [op, ds] : ops) {
+    if (!fb.has(g, *ds.first) || !fa.has(g, *ds.first)) continue;
+    CompareItem item;
+    item.phase = "checkpoint";
+    item.what = std::string(op) + " (" + lb + ", all ranks)";
+    item.unit = "s";
+    item.group = "checkpoint " + std::string(op);
+    judge(item, spans(fb, *ds.first, *ds.second), spans(fa, *ds.first, *ds.second), o);
+    c.items.push_back(item);
   }
 }
 
@@ -306,14 +434,15 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   }
   compare_collectives(before, after, o, c);
   compare_gemm(before, after, o, c);
-  for (const char* phase : {"/train", "/checkpoint"}) {
-    if (before.has(phase) || after.has(phase)) {
-      c.not_compared.push_back(std::string(phase + 1) + " (not compared by this version)");
-    }
+  compare_train(before, after, o, c);
+  compare_checkpoint(before, after, o, c);
+  if (before.has("/linkscan") || after.has("/linkscan")) {
+    c.not_compared.push_back("linkscan (not compared by this version)");
   }
   if (c.items.empty()) {
     throw UsageError("compare: " + c.before_path + " and " + c.after_path +
-                     " have no measurement in common (collectives sizes or GEMM shapes)");
+                     " have no measurement in common (collectives sizes, GEMM shapes, train "
+                     "steps or checkpoint layout)");
   }
   for (const CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) {
@@ -324,13 +453,15 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   }
   // Bonferroni over the items judged.
   c.alpha_per_item = c.judged > 0 ? o.alpha / static_cast<double>(c.judged) : o.alpha;
-  std::map<std::string, std::vector<const CompareItem*>> slower, faster;
-  std::map<std::string, std::size_t> in_group;
-  std::map<std::string, bool> per_rank;  // groups of per-rank or per-node items
+  std::map<std::string, CompareGroup> groups;
+  std::map<std::string, std::vector<const CompareItem*>> members;
   for (CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) continue;
-    ++in_group[i.group];
-    per_rank[i.group] = !i.where.empty();
+    CompareGroup& g = groups[i.group];
+    g.name = i.group;
+    g.phase = i.phase;
+    g.per_place = !i.where.empty();
+    ++g.judged;
     // Per-rank and per-node items are held to the straggler rule's slowdown as well (on shared
     // cores a rank's level moves between runs with where the scheduler put it).
     const double effect =
@@ -338,53 +469,67 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
     if (i.p < c.alpha_per_item && i.ratio >= 1 + effect) {
       i.result = CompareItem::Result::kSlower;
       ++c.slower;
-      slower[i.group].push_back(&i);
+      ++g.slower;
     } else if (i.p < c.alpha_per_item && i.ratio <= 1 / (1 + effect)) {
       i.result = CompareItem::Result::kFaster;
       ++c.faster;
-      faster[i.group].push_back(&i);
+      ++g.faster;
     }
+    members[i.group].push_back(&i);
   }
   // A group changed when enough of its items did: a node or rank in most of its items (and at
-  // least 2), as the straggler rule asks; a collective in at least 2 sizes (a fabric problem
-  // often shows only from some size on).
-  auto changed = [&](const std::string& group, std::size_t n) {
-    const std::size_t of = in_group[group];
-    if (per_rank[group]) return n >= std::min<std::size_t>(2, of) && 2 * n > of;
-    return n >= std::min<std::size_t>(2, of);
+  // least 2 where it has 2), as the straggler rule asks; a collective in at least 2 sizes (a
+  // fabric problem often shows only from some size on).
+  auto changed = [](const CompareGroup& g, std::size_t n) {
+    if (g.per_place) return n >= std::min<std::size_t>(2, g.judged) && 2 * n > g.judged;
+    return n >= std::min<std::size_t>(2, g.judged);
   };
-  auto lines = [&](const std::map<std::string, std::vector<const CompareItem*>>& groups,
-                   const char* word, std::size_t* count) {
-    std::vector<std::pair<double, std::string>> out;
-    for (const auto& [group, list] : groups) {
-      if (!changed(group, list.size())) continue;
-      ++*count;
-      std::vector<double> ratios;
-      double p = 1;
-      std::vector<std::string> where;
-      for (const CompareItem* i : list) {
-        ratios.push_back(i->ratio);
-        p = std::min(p, i->p);
-        where.push_back(!i->label.empty() ? i->label : i->size.empty() ? i->what : i->size);
+  std::vector<std::pair<double, CompareGroup>> slower, faster, same;
+  for (auto& [name, g] : groups) {
+    const bool is_slower = changed(g, g.slower);
+    const bool is_faster = !is_slower && changed(g, g.faster);
+    g.result = is_slower   ? CompareGroup::Result::kSlower
+               : is_faster ? CompareGroup::Result::kFaster
+                           : CompareGroup::Result::kSame;
+    const CompareItem::Result want = is_slower   ? CompareItem::Result::kSlower
+                                     : is_faster ? CompareItem::Result::kFaster
+                                                 : CompareItem::Result::kSame;
+    std::vector<double> ratios;
+    for (const CompareItem* i : members[name]) {
+      if (want != CompareItem::Result::kSame && i->result != want) continue;
+      ratios.push_back(i->ratio);
+      g.p = std::min(g.p, i->p);
+      if (want != CompareItem::Result::kSame) {
+        g.changed.push_back(!i->label.empty() ? i->label : i->size.empty() ? i->what : i->size);
       }
-      const double r = median(ratios);
-      std::string line =
-          group + ": " + pct(r) + " " + word + " (median ratio " + general_text(r, 3) + ") in " +
-          std::to_string(list.size()) + "/" + std::to_string(in_group[group]) + " (" +
-          join(std::vector<std::string>(where.begin(),
-                                        where.begin() + std::min<std::size_t>(where.size(), 6)),
-               ", ") +
-          (where.size() > 6 ? ", ..." : "") + "), smallest " + p_text(p);
-      out.emplace_back(std::fabs(std::log(r)) * static_cast<double>(list.size()), line);
     }
-    std::sort(out.begin(), out.end(),
-              [](const auto& a, const auto& b) { return a.first > b.first; });
-    std::vector<std::string> text;
-    for (auto& [w, l] : out) text.push_back(l);
-    return text;
-  };
-  c.regressions = lines(slower, "slower", &c.slower_groups);
-  c.improvements = lines(faster, "faster", &c.faster_groups);
+    g.ratio = median(ratios);
+    if (want != CompareItem::Result::kSame) {
+      const std::size_t shown = std::min<std::size_t>(g.changed.size(), 6);
+      g.line = name + ": " + pct(g.ratio) + (is_slower ? " slower" : " faster") +
+               " (median ratio " + general_text(g.ratio, 3) + ") in " +
+               std::to_string(g.changed.size()) + "/" + std::to_string(g.judged) + " (" +
+               join(std::vector<std::string>(g.changed.begin(), g.changed.begin() + shown), ", ") +
+               (g.changed.size() > shown ? ", ..." : "") + "), smallest " + p_text(g.p);
+    }
+    // Worst first: the size of the change times the number of items it shows in.
+    const double weight = std::fabs(std::log(g.ratio)) * static_cast<double>(g.changed.size());
+    (is_slower ? slower : is_faster ? faster : same).emplace_back(weight, std::move(g));
+  }
+  for (auto* list : {&slower, &faster, &same}) {
+    std::stable_sort(list->begin(), list->end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    for (auto& [w, g] : *list) {
+      if (g.result == CompareGroup::Result::kSlower) {
+        ++c.slower_groups;
+        c.regressions.push_back(g.line);
+      } else if (g.result == CompareGroup::Result::kFaster) {
+        ++c.faster_groups;
+        c.improvements.push_back(g.line);
+      }
+      c.groups.push_back(std::move(g));
+    }
+  }
   return c;
 }
 
@@ -415,7 +560,7 @@ std::string format_comparison(const Comparison& c, bool detail) {
       }
       os << general_text(i.ratio, 3) << " [" << general_text(i.lo, 3) << ", "
          << general_text(i.hi, 3) << "], " << p_text(i.p) << " (" << general_text(i.before_us, 4)
-         << " -> " << general_text(i.after_us, 4) << " us)";
+         << " -> " << general_text(i.after_us, 4) << " " << i.unit << ")";
       if (i.result == CompareItem::Result::kSlower) os << " SLOWER";
       if (i.result == CompareItem::Result::kFaster) os << " faster";
       os << '\n';
@@ -445,7 +590,9 @@ std::string format_comparison(const Comparison& c, bool detail) {
      << fixed_text(100 * std::max(c.min_effect, c.min_effect_per_rank), 0)
      << "% for a rank against its run's others) ignored: " << c.slower << " slower, " << c.faster
      << " faster, " << c.judged - c.slower - c.faster << " unchanged";
-  if (c.not_judged > 0) os << "; " << c.not_judged << " not judged (fewer than 2 samples)";
+  if (c.not_judged > 0) {
+    os << "; " << c.not_judged << " not judged (too few samples for the test to reach alpha)";
+  }
   os << "\n"
      << c.slower_groups << " place(s) slower, " << c.faster_groups
      << " faster (a rank or node in most of its items and at least 2, a collective in at least 2 "

@@ -10,7 +10,15 @@
 // and the two-sided Mann-Whitney p, Bonferroni-corrected over the items judged. An item regressed
 // when the ratio is at least 1 + min_effect and the corrected p below alpha (improved: at most
 // 1 / (1 + min_effect)). Regressions are then gathered per node and per collective, so the answer
-// is a short list of where to look. train and checkpoint are not compared yet (said).
+// is a short list of where to look.
+//  - train: per step component (step, forward, backward, TP communication, exposed DP
+//    communication, optimizer), the run's value per measured step (the slowest rank's step, the
+//    median rank's components), and per rank its compute (forward + backward) against its own
+//    run's median rank;
+//  - checkpoint: per layout, each iteration's aggregate write and restore time (IOR's timing:
+//    latest end - earliest start on aligned clocks).
+// An item whose samples are too few for the exact test ever to reach alpha is "not judged", with
+// its counts (3 checkpoints against 3: the smallest two-sided p is 0.1).
 #include <string>
 #include <vector>
 
@@ -27,17 +35,31 @@ struct CompareOptions {
 };
 
 struct CompareItem {
-  std::string phase;  // collectives | gemm
+  std::string phase;  // collectives | gemm | train | checkpoint
   std::string what;   // "world all_reduce float32_sum out_of_place", "256x768x256"
   std::string size;   // "1 MiB" (collectives), "" otherwise
   std::string where;  // "" (the whole run), "node 1 (host vm)", "rank 2 (host vm, local 0)"
   std::string group;  // the aggregation key: "node 1 (host vm): gemm", "world all_reduce ..."
   std::string label;  // how its group's line lists it ("64x128x128 rank 2"); "": size or what
   std::size_t n_before = 0, n_after = 0;
-  double before_us = 0, after_us = 0;  // medians
+  std::string unit = "us";  // "us", "ms", "s", or "x median" (a rank against its run's median)
+  double before_us = 0, after_us = 0;  // medians, in `unit`
   double ratio = 1, lo = 1, hi = 1;    // after / before, with its interval
   double p = 1;                        // two-sided, uncorrected
   enum class Result { kSlower, kFaster, kSame, kNotJudged } result = Result::kNotJudged;
+};
+
+// A place: the items of one group (a sweep over its sizes, a node, a rank, a train component).
+struct CompareGroup {
+  std::string name;        // CompareItem::group
+  std::string phase;       // of its items
+  bool per_place = false;  // a rank or node (held to the per-rank minimum effect)
+  std::size_t judged = 0, slower = 0, faster = 0;
+  enum class Result { kSlower, kFaster, kSame } result = Result::kSame;
+  double ratio = 1;  // median ratio of its changed items (all judged items when unchanged)
+  double p = 1;      // smallest uncorrected p among them
+  std::vector<std::string> changed;  // labels of the items that changed the group's way
+  std::string line;                  // how the text output states it ("" when unchanged)
 };
 
 struct Comparison {
@@ -51,6 +73,8 @@ struct Comparison {
   std::size_t slower_groups = 0, faster_groups = 0;  // places: what the verdict rests on
   double min_effect_per_rank = 0.05;
   double alpha = 0.05, min_effect = 0.05, alpha_per_item = 0.05;
+  // Every group with a judged item: slower ones first (worst first), then faster, then the rest.
+  std::vector<CompareGroup> groups;
   // One line per group with regressions (improvements), worst first.
   std::vector<std::string> regressions, improvements;
   int exit_code() const { return slower_groups > 0 ? 1 : 0; }

@@ -14,7 +14,8 @@ struct RunOptions {
   std::vector<std::string> phases;   // --phases (split on commas)
   std::vector<std::string> sets;     // --set key.path=value
   std::vector<std::string> injects;  // --inject SPEC
-  std::vector<std::string> reports;  // --report json,junit,prometheus (split on commas)
+  std::vector<std::string> reports;  // --report json,junit,prometheus,text,html (split on commas)
+  std::string baseline;              // --baseline FILE: compare with it at the end ("" none)
   bool progress = false;             // --progress: show it even when stderr is no terminal
   std::string command_line;          // as typed, for the record
 };
@@ -67,9 +68,21 @@ struct CompareCommandOptions {
   double alpha = 0.05;
   double min_effect = 0.05;
   bool detail = false;
+  std::string format = "text";  // --format text|json|junit|prometheus
+  std::string out;              // -o FILE; "" standard output
 };
 // Prints what changed from the baseline to the run; 1 when anything regressed beyond noise.
 int compare_command(const CompareCommandOptions& options);
+
+struct ReportOptions {
+  std::string path;      // RUN.h5
+  std::string baseline;  // --baseline B.h5 ("" none)
+  std::string out;       // -o FILE; "" = RUN.html next to the run file
+  double alpha = 0.05, min_effect = 0.05;
+};
+// Writes the HTML report of a run file (with the comparison against a baseline); returns the
+// verdict's exit code, or 1 when the run regressed against the baseline and passed otherwise.
+int report_command(const ReportOptions& options);
 
 // "shakedown: error: <message>" (and the details after it) on stderr.
 void report_error(const std::exception& e);

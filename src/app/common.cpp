@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "config/load.hpp"
+#include "core/dynamic_library.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "topology/discovery.hpp"
@@ -99,6 +100,49 @@ PlacementOptions placement_options(const Context& ctx, const Config& config,
   opts.expected_gpus_per_node = config.topology.expected_gpus_per_node;
   opts.virtual_nodes = ctx.virtual_nodes() > 1;
   return opts;
+}
+
+namespace {
+
+// The child's answer: "<exit code> <ok|error>\n" then the text, or the error's message, a NUL
+// and its detail.
+std::string encode(int code, bool ok, const std::string& text, const std::string& detail = "") {
+  return std::to_string(code) + (ok ? " ok\n" : " error\n") + text + '\0' + detail;
+}
+
+}  // namespace
+
+std::string read_in_child(const std::function<ChildAnswer()>& read, const std::string& files,
+                          int* code) {
+  const ChildProbe probe = probe_in_child(
+      [&] {
+        try {
+          const ChildAnswer a = read();
+          return encode(a.code, true, a.text);
+        } catch (const Error& e) {
+          return encode(static_cast<int>(e.code()), false, e.what(), e.detail());
+        } catch (const std::exception& e) {
+          return encode(static_cast<int>(ExitCode::kInternal), false,
+                        std::string("internal error: ") + e.what());
+        }
+      },
+      std::chrono::minutes(5));
+  if (!probe.ok) {
+    throw UsageError("cannot read " + files + ": HDF5 " + probe.text +
+                     " while reading it; the file is damaged (truncated, overwritten or "
+                     "corrupted in transfer), and other HDF5 readers will likely fail on it too");
+  }
+  const std::string& answer = probe.text;
+  const auto newline = answer.find('\n');
+  const auto nul = answer.find('\0', newline == std::string::npos ? 0 : newline);
+  if (newline == std::string::npos || nul == std::string::npos || newline < 2) {
+    throw InternalError("the reading process gave no answer for " + files);
+  }
+  *code = std::stoi(answer.substr(0, newline));
+  const bool ok = answer.compare(newline - 2, 2, "ok") == 0;
+  std::string text = answer.substr(newline + 1, nul - newline - 1);
+  if (!ok) throw Error(static_cast<ExitCode>(*code), text, answer.substr(nul + 1));
+  return text;
 }
 
 void report_error(const std::exception& e) {

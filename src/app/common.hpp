@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 // Pieces shared by the MPI subcommands (run, topo).
 #include <memory>
 #include <string>
@@ -79,6 +80,20 @@ void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
     watchdog.fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
   }
 }
+
+// What a reader run by read_in_child() gives: the exit code and the text to print.
+struct ChildAnswer {
+  int code = 0;
+  std::string text;
+};
+// Runs `read` (which opens run files and formats what it found) in a child process and returns
+// its text, with its exit code in *code. A damaged file (truncated, overwritten, corrupted in
+// transfer) can crash HDF5 1.10 itself while it reads (found by fuzzing mutated run files: a
+// corrupt string heap makes it copy past its buffers) or make it loop forever: either becomes a
+// UsageError naming `files` (a hang after 5 minutes: large files read in seconds). An Error
+// thrown by `read` is rethrown here with its code, message and detail.
+std::string read_in_child(const std::function<ChildAnswer()>& read, const std::string& files,
+                          int* code);
 
 // This rank's place and hardware, as discovery sees it from the Context's layout.
 RankInfo discover_this_rank(const Context& ctx);

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "analysis/reporters/formats.hpp"
@@ -192,49 +193,111 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
   recorder.finish(schema::kStatusComplete);
 }
 
-// --report: each format once, in the order given; a name that is no format is a usage error.
-std::vector<ReportFormat> parse_reports(const std::vector<std::string>& names) {
-  std::vector<ReportFormat> out;
+// --report: each format once, in the order given; html (the page, not a summary format) apart.
+// A name that is no format is a usage error.
+struct Reports {
+  std::vector<ReportFormat> formats;
+  bool html = false;
+};
+Reports parse_reports(const std::vector<std::string>& names) {
+  Reports out;
   for (const std::string& raw : names) {
     const std::string name(trim(raw));
     if (name.empty()) continue;
+    if (name == "html") {
+      out.html = true;
+      continue;
+    }
     const auto f = parse_format(name);
     if (!f) {
       throw UsageError("--report: unknown format \"" + name +
-                       "\" (known: " + join(format_names(), ", ") + ")");
+                       "\" (known: " + join(format_names(), ", ") + ", html)");
     }
-    if (std::find(out.begin(), out.end(), *f) == out.end()) out.push_back(*f);
+    if (std::find(out.formats.begin(), out.formats.end(), *f) == out.formats.end()) {
+      out.formats.push_back(*f);
+    }
   }
   return out;
 }
 
-// RUN.h5 -> RUN.json, RUN.junit.xml, RUN.prom, RUN.txt.
-std::filesystem::path report_path(const std::filesystem::path& out, ReportFormat f) {
+// --baseline: rank 0 reads it before anything is measured, so a typo costs no run.
+void check_baseline(const Context& ctx, const std::string& baseline,
+                    const std::filesystem::path& out) {
+  agreed(ctx.world(), [&] {
+    if (!ctx.is_root() || baseline.empty()) return;
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, baseline, ec)) {
+      throw UsageError("--baseline " + baseline + " is the run file this run would write; " +
+                       "name another --out");
+    }
+    try {
+      const RunFile before = RunFile::open(baseline);
+      (void)before.meta();
+    } catch (const Error& e) {
+      throw UsageError("--baseline: cannot read " + baseline + ": " + e.what() +
+                       " (name a run file an earlier `shakedown run` wrote)");
+    }
+  });
+}
+
+// RUN.h5 -> RUN<suffix>: RUN.json, RUN.compare.json, RUN.html ...
+std::filesystem::path report_path(const std::filesystem::path& out, std::string_view suffix) {
   std::filesystem::path p = out;
   p.replace_extension();
-  p += std::string(format_suffix(f));
+  p += std::string(suffix);
   return p;
 }
 
-int report_from_file(const Context& ctx, const std::filesystem::path& out,
-                     const std::vector<ReportFormat>& reports) {
+int report_from_file(const Context& ctx, const std::filesystem::path& out, const Reports& reports,
+                     const std::string& baseline) {
   if (!ctx.is_root()) return 0;
   const RunFile file = RunFile::open(out);
   const RunAnalysis analysis = analyze_stored(file);
   std::cout << format_summary(file, analysis, /*detail=*/false) << std::flush;
   int code = static_cast<int>(analysis.verdict.code);
-  // The run file is complete and named: a report that cannot be written is said and makes the
-  // exit code 3, but takes nothing from the run.
-  for (ReportFormat f : reports) {
-    const std::string path = report_path(out, f).string();
+  // The run file is complete and named: a report or comparison that cannot be made is said and
+  // makes the exit code 3, but takes nothing from the run.
+  auto write = [&](const std::string& what, std::string_view suffix, auto&& text) {
+    const std::string path = report_path(out, suffix).string();
     try {
-      write_report_file(path, format_report(f, file, analysis, /*detail=*/false));
-      std::fprintf(stderr, "shakedown: wrote the %s report %s\n",
-                   std::string(format_name(f)).c_str(), path.c_str());
+      write_report_file(path, text());
+      std::fprintf(stderr, "shakedown: wrote the %s %s\n", what.c_str(), path.c_str());
     } catch (const Error& e) {
       report_error(e);
       code = std::max(code, static_cast<int>(ExitCode::kRuntime));
     }
+  };
+  for (ReportFormat f : reports.formats) {
+    write(std::string(format_name(f)) + " report", format_suffix(f),
+          [&] { return format_report(f, file, analysis, /*detail=*/false); });
+  }
+  std::optional<Comparison> comparison;
+  if (!baseline.empty()) {
+    try {
+      comparison = compare_runs(RunFile::open(baseline), file, CompareOptions{});
+      std::cout << "\nagainst the baseline " << baseline << ":\n"
+                << format_comparison(*comparison, /*detail=*/false) << std::flush;
+      code = std::max(code, comparison->exit_code());
+    } catch (const Error& e) {
+      // Another schema, nothing in common: the baseline was the wrong file (exit 2).
+      report_error(e);
+      std::fprintf(stderr,
+                   "shakedown: the run is complete in %s; compare it later with "
+                   "`shakedown compare BASELINE.h5 %s`\n",
+                   out.c_str(), out.c_str());
+      code = std::max(code, static_cast<int>(e.code()));
+    }
+  }
+  if (comparison) {
+    for (ReportFormat f : reports.formats) {
+      if (f == ReportFormat::kText) continue;
+      write(std::string(format_name(f)) + " comparison", ".compare" + std::string(format_suffix(f)),
+            [&] { return format_compare(f, *comparison, /*detail=*/false); });
+    }
+  }
+  if (reports.html) {
+    write("HTML report", ".html",
+          [&] { return format_html(file, analysis, comparison ? &*comparison : nullptr); });
   }
   return code;
 }
@@ -250,8 +313,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
 
     // Set-up: each step runs on every rank's own data and fails the same way everywhere.
     const Config config = agreed(MPI_COMM_WORLD, [&] { return effective_config(options); });
-    const std::vector<ReportFormat> reports =
-        agreed(MPI_COMM_WORLD, [&] { return parse_reports(options.reports); });
+    const Reports reports = agreed(MPI_COMM_WORLD, [&] { return parse_reports(options.reports); });
     const FaultPlan faults = agreed(MPI_COMM_WORLD, [&] {
       std::vector<FaultSpec> list;
       for (const auto& spec : options.injects) list.push_back(parse_fault(spec));
@@ -273,6 +335,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     const std::filesystem::path out = bcast_string(
         ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
     if (checkpoint) check_checkpoint_shared(ctx, config.checkpoint, out.parent_path());
+    check_baseline(ctx, options.baseline, out);
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
     guard.disarm();
     if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
@@ -284,7 +347,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     run_guarded(ctx, *watchdog, [&] {
       run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
       watchdog->step("summary");
-      code = report_from_file(ctx, out, reports);
+      code = report_from_file(ctx, out, reports, options.baseline);
     });
     SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
     watchdog->stop();

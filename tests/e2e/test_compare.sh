@@ -25,6 +25,27 @@ expect_in "$TMP/out" "^  rank 1 \(host [^,]+, node 0\): gemm against its run's o
 expect_in "$TMP/out" "^1 place\(s\) slower" "and nothing else"
 expect_in "$TMP/out" "^verdict: REGRESSED \(exit 1\)" "verdict"
 
+# The same comparison as JSON (docs/compare-schema.json), JUnit and Prometheus: valid, agreeing
+# with each other and the exit code, rank 1 the one slower place; and a rerun's, with none.
+check_formats() {  # STEM WANT_RC BEFORE AFTER [PLACE_REGEX]
+  local f
+  for f in json junit prometheus; do
+    local out="$1.$f"
+    [[ $f == junit ]] && out="$1.junit.xml"
+    [[ $f == prometheus ]] && out="$1.prom"
+    "$SHAKEDOWN" compare "$3" "$4" --format "$f" -o "$out" >"$TMP/out" 2>&1
+    expect_rc "$2" $? "compare --format $f"
+  done
+  /usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_compare.py" "$1" "$2" \
+    "$SHAKEDOWN_SOURCE_DIR/docs/compare-schema.json" ${5:+"$5"} >"$TMP/check" 2>&1 ||
+    { cat "$TMP/check"; fail "compare formats of $1"; }
+}
+check_formats "$TMP/slow" 1 "$TMP/base.h5" "$TMP/slow.h5" "^rank 1 \\(host [^,]+, node 0\\): gemm"
+check_formats "$TMP/again" 0 "$TMP/base.h5" "$TMP/again.h5"
+"$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/slow.h5" --format yaml >"$TMP/out" 2>&1
+expect_rc 2 $? "an unknown format"
+expect_in "$TMP/out" "--format: unknown format \"yaml\" \(known: text, json, junit, prometheus\)" "formats named"
+
 # Collectives: matched by scope, collective, dtype, mode and size. A file against itself changes
 # nothing; a run that measured other sizes lists what only one of them has and the key that
 # differs. (--inject slow delays a rank's arrival before the timed collective, which lateness

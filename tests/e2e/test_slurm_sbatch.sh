@@ -61,8 +61,8 @@ read -r code signal <<<"$(job_exit "$jid")"
 expect_in "$log" "verdict: PASS" "job output has the verdict"
 expect_in "$log" "shakedown.sbatch: job $jid: exit 0 \(pass\)" "template reports the exit"
 res=$TMP/results/$jid
-[[ -f "$res/run.h5" && -s "$res/summary.txt" && -s "$res/job.txt" ]] ||
-  fail "results/$jid lacks run.h5, summary.txt or job.txt (have: $(ls "$res"))"
+[[ -f "$res/run.h5" && -s "$res/summary.txt" && -s "$res/job.txt" && -s "$res/report.html" ]] ||
+  fail "results/$jid lacks run.h5, summary.txt, job.txt or report.html (have: $(ls "$res"))"
 [[ "$(h5_root_attr "$res/run.h5" status)" == complete ]] || fail "run.h5 status is not complete"
 h5dump -d /topology/ranks "$res/run.h5" >"$TMP/ranks.txt" 2>&1 || fail "h5dump /topology/ranks"
 host=$(hostname -s)
@@ -94,15 +94,29 @@ expect_in "$TMP/results/$jid2/summary.txt" "ABORTED.*rank 1" "saved summary name
 srun_rc=$(sed -n 's/.*\[from the run file.s verdict; srun exited \([0-9]*\)\].*/\1/p' "$log2")
 t2=$(($(date +%s) - start - t1))
 
-# ---- 3: the mpirun alternative inside the allocation (inventory only) --------------------------
+# ---- 3: the mpirun alternative inside the allocation (inventory and gemm), against job 1's
+# file as SHAKEDOWN_BASELINE: its GEMMs are compared (srun against mpirun on shared cores: a
+# regression is possible, and then exit 1), compare.txt and report.html say so.
 jid3=$(SHAKEDOWN_LAUNCHER=mpirun SHAKEDOWN_MPIRUN_ARGS="--oversubscribe --bind-to none" \
-  sbatch --parsable "${size[@]}" "$src/launch/shakedown.sbatch" --virtual-nodes 2 \
-  --phases inventory) || fail "sbatch (mpirun)"
-wait_job "$jid3" 60
+  SHAKEDOWN_BASELINE=$res/run.h5 sbatch --parsable "${size[@]}" "$src/launch/shakedown.sbatch" \
+  --config "$src/configs/smoke.yaml" --virtual-nodes 2 --phases inventory,gemm) || fail "sbatch (mpirun)"
+wait_job "$jid3" 90
 log3=$TMP/submit/shakedown-$jid3.out
 read -r code signal <<<"$(job_exit "$jid3")"
-[[ "$code" == 0 ]] || { cat "$log3"; fail "mpirun job: ExitCode=$code:$signal, expected 0"; }
+[[ "$code" == 0 ]] || { [[ "$code" == 1 ]] && grep -q "^verdict: REGRESSED" "$TMP/results/$jid3/compare.txt"; } ||
+  { cat "$log3"; fail "mpirun job: ExitCode=$code:$signal, expected 0 (1 only with a regression)"; }
 expect_in "$log3" "launcher mpirun" "template used mpirun"
+expect_in "$log3" "^against the baseline $res/run.h5:" "the run compared with SHAKEDOWN_BASELINE"
+expect_in "$TMP/results/$jid3/compare.txt" "^verdict: (NO REGRESSION \(exit 0\)|REGRESSED \(exit 1\))" "compare.txt saved"
+expect_in "$TMP/results/$jid3/compare.txt" "^compared [1-9][0-9]* item" "the GEMMs compared"
+expect_in "$TMP/results/$jid3/compare.txt" "^only in before: " "what only the baseline measured"
+grep -q 'id="compare"' "$TMP/results/$jid3/report.html" || fail "report.html lacks the comparison"
+jid5=$(SHAKEDOWN_BASELINE=$TMP/none.h5 sbatch --parsable "${size[@]}" "$src/launch/shakedown.sbatch" \
+  --phases inventory) || fail "sbatch (missing baseline)"
+wait_job "$jid5" 30
+read -r code signal <<<"$(job_exit "$jid5")"
+[[ "$code" == 2 ]] || { cat "$TMP/submit/shakedown-$jid5.out"; fail "missing baseline: ExitCode=$code, expected 2"; }
+expect_in "$TMP/submit/shakedown-$jid5.out" "SHAKEDOWN_BASELINE=$TMP/none.h5: no such readable file" "the missing baseline named"
 # The job id is the allocation's; task ids under mpirun would be the batch step's: not recorded.
 expect_in "$TMP/results/$jid3/summary.txt" "^  3 +1 +1 .* job $jid3 node - task -( +leaf0)?\$" "mpirun ranks: job id, no task ids"
 t3=$(($(date +%s) - start - t1 - t2))

@@ -68,6 +68,20 @@ std::string format_report(ReportFormat format, const RunFile& file, const RunAna
   return "";
 }
 
+std::string format_compare(ReportFormat format, const Comparison& c, bool detail) {
+  switch (format) {
+    case ReportFormat::kText:
+      return format_comparison(c, detail);
+    case ReportFormat::kJson:
+      return format_compare_json(c);
+    case ReportFormat::kJunit:
+      return format_compare_junit(c);
+    case ReportFormat::kPrometheus:
+      return format_compare_prometheus(c);
+  }
+  return "";
+}
+
 void write_report_file(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   const fs::path target(path);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/compare.hpp"
 #include "analysis/verdict.hpp"
 #include "record/reader.hpp"
 
@@ -31,6 +32,20 @@ std::string format_prometheus(const RunFile& file, const RunAnalysis& analysis);
 // The report in `format`; kText is format_summary() (detail applies to text only).
 std::string format_report(ReportFormat format, const RunFile& file, const RunAnalysis& analysis,
                           bool detail);
+
+// `shakedown compare` in each format: the text of format_comparison(), JSON
+// (docs/compare-schema.json), JUnit (one testcase per place compared; a place that got slower
+// fails) and Prometheus (counts, the verdict, and one series per place that changed).
+std::string format_compare_json(const Comparison& c);
+std::string format_compare_junit(const Comparison& c);
+std::string format_compare_prometheus(const Comparison& c);
+std::string format_compare(ReportFormat format, const Comparison& c, bool detail);
+
+// The HTML report (docs/reports.md): one self-contained page (Chart.js inlined, no network) with
+// the verdict, checks and drain list, the comparison with `baseline` when given, the charts of
+// every phase the run has, and the run's metadata, inventory and topology.
+std::string format_html(const RunFile& file, const RunAnalysis& analysis,
+                        const Comparison* baseline);
 
 // Writes `text` to `path` whole or not at all (a temporary file in the same directory, renamed
 // over it), so node_exporter's textfile collector or a CI job never reads half a report.

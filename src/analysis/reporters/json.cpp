@@ -303,4 +303,95 @@ std::string format_json(const RunFile& file, const RunAnalysis& a) {
   return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+const char* result_name(CompareItem::Result r) {
+  switch (r) {
+    case CompareItem::Result::kSlower:
+      return "slower";
+    case CompareItem::Result::kFaster:
+      return "faster";
+    case CompareItem::Result::kSame:
+      return "unchanged";
+    case CompareItem::Result::kNotJudged:
+      return "not_judged";
+  }
+  return "";
+}
+
+const char* result_name(CompareGroup::Result r) {
+  switch (r) {
+    case CompareGroup::Result::kSlower:
+      return "slower";
+    case CompareGroup::Result::kFaster:
+      return "faster";
+    case CompareGroup::Result::kSame:
+      return "unchanged";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string format_compare_json(const Comparison& c) {
+  Json j;
+  j["report_version"] = kReportVersion;
+  j["kind"] = "compare";
+  j["before"] = c.before_path;
+  j["after"] = c.after_path;
+  j["verdict"] = c.slower_groups > 0 ? "regressed" : "no_regression";
+  j["exit_code"] = c.exit_code();
+  j["alpha"] = c.alpha;
+  j["correction"] = "bonferroni";
+  j["alpha_per_item"] = c.alpha_per_item;
+  j["min_effect"] = c.min_effect;
+  j["min_effect_per_rank"] = std::max(c.min_effect, c.min_effect_per_rank);
+  j["counts"] = {{"judged", c.judged},
+                 {"slower", c.slower},
+                 {"faster", c.faster},
+                 {"unchanged", c.judged - c.slower - c.faster},
+                 {"not_judged", c.not_judged},
+                 {"slower_places", c.slower_groups},
+                 {"faster_places", c.faster_groups}};
+  j["warnings"] = c.warnings;
+  j["only_in_before"] = c.only_in_before;
+  j["only_in_after"] = c.only_in_after;
+  j["not_compared"] = c.not_compared;
+  Json places = Json::array();
+  for (const CompareGroup& g : c.groups) {
+    places.push_back({{"place", g.name},
+                      {"phase", g.phase},
+                      {"per_rank_or_node", g.per_place},
+                      {"result", result_name(g.result)},
+                      {"ratio", number(g.ratio)},
+                      {"p", number(g.p)},
+                      {"judged", g.judged},
+                      {"slower", g.slower},
+                      {"faster", g.faster},
+                      {"changed", g.changed}});
+  }
+  j["places"] = std::move(places);
+  Json items = Json::array();
+  for (const CompareItem& i : c.items) {
+    const bool judged = i.result != CompareItem::Result::kNotJudged;
+    items.push_back({{"phase", i.phase},
+                     {"what", i.what},
+                     {"size", text_or_null(i.size)},
+                     {"where", text_or_null(i.where)},
+                     {"place", i.group},
+                     {"result", result_name(i.result)},
+                     {"n_before", i.n_before},
+                     {"n_after", i.n_after},
+                     {"unit", i.unit},
+                     {"before", judged ? number(i.before_us) : Json(nullptr)},
+                     {"after", judged ? number(i.after_us) : Json(nullptr)},
+                     {"ratio", judged ? number(i.ratio) : Json(nullptr)},
+                     {"ratio_lo", judged ? number(i.lo) : Json(nullptr)},
+                     {"ratio_hi", judged ? number(i.hi) : Json(nullptr)},
+                     {"p", judged ? number(i.p) : Json(nullptr)}});
+  }
+  j["items"] = std::move(items);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace shakedown

@@ -159,4 +159,59 @@ std::string format_junit(const RunFile& file, const RunAnalysis& a) {
   return os.str();
 }
 
+std::string format_compare_junit(const Comparison& c) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const CompareGroup*>> suites;
+  for (const CompareGroup& g : c.groups) {
+    if (!suites.contains(g.phase)) order.push_back(g.phase);
+    suites[g.phase].push_back(&g);
+  }
+  std::ostringstream os;
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites name=\"shakedown compare\" tests=\"" << c.groups.size() << "\" failures=\""
+     << c.slower_groups << "\" errors=\"0\" skipped=\"0\">\n";
+  bool first = true;
+  for (const std::string& phase : order) {
+    const auto& list = suites[phase];
+    std::size_t failures = 0;
+    for (const CompareGroup* g : list) failures += g->result == CompareGroup::Result::kSlower;
+    os << "  <testsuite name=\"compare." << xml(phase) << "\" tests=\"" << list.size()
+       << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\">\n";
+    if (first) {
+      os << "    <properties>\n";
+      const std::pair<const char*, std::string> props[] = {
+          {"before", c.before_path},
+          {"after", c.after_path},
+          {"verdict", c.slower_groups > 0 ? "regressed" : "no_regression"},
+          {"exit_code", std::to_string(c.exit_code())},
+          {"alpha", std::to_string(c.alpha)},
+          {"correction", "bonferroni"},
+          {"min_effect", std::to_string(c.min_effect)}};
+      for (const auto& [k, val] : props) {
+        os << "      <property name=\"" << k << "\" value=\"" << xml(val) << "\"/>\n";
+      }
+      for (const std::string& w : c.warnings) {
+        os << "      <property name=\"warning\" value=\"" << xml(w) << "\"/>\n";
+      }
+      os << "    </properties>\n";
+      first = false;
+    }
+    for (const CompareGroup* g : list) {
+      os << "    <testcase classname=\"compare." << xml(phase) << "\" name=\"" << xml(g->name)
+         << "\"";
+      if (g->result == CompareGroup::Result::kSlower) {
+        os << ">\n      <failure message=\"" << xml(g->line) << "\" type=\"regression\">"
+           << xml(g->line) << "</failure>\n    </testcase>\n";
+      } else if (g->result == CompareGroup::Result::kFaster) {
+        os << ">\n      <system-out>" << xml(g->line) << "</system-out>\n    </testcase>\n";
+      } else {
+        os << "/>\n";
+      }
+    }
+    os << "  </testsuite>\n";
+  }
+  os << "</testsuites>\n";
+  return os.str();
+}
+
 }  // namespace shakedown

@@ -203,4 +203,34 @@ std::string format_prometheus(const RunFile& file, const RunAnalysis& a) {
   return e.str();
 }
 
+std::string format_compare_prometheus(const Comparison& c) {
+  Exposition e;
+  const Labels files = {{"before", c.before_path}, {"after", c.after_path}};
+  e.family("shakedown_compare_regressed",
+           "1 when a place got slower beyond noise from before to after (the exit code's 1).");
+  e.sample(files, c.slower_groups > 0 ? 1 : 0);
+  e.family("shakedown_compare_items", "Items compared, by result.");
+  const std::pair<const char*, std::size_t> counts[] = {
+      {"slower", c.slower},
+      {"faster", c.faster},
+      {"unchanged", c.judged - c.slower - c.faster},
+      {"not_judged", c.not_judged}};
+  for (const auto& [result, n] : counts) e.sample({{"result", result}}, static_cast<double>(n));
+  e.family("shakedown_compare_places", "Places (sweeps, nodes, ranks, components) by result.");
+  e.sample({{"result", "slower"}}, static_cast<double>(c.slower_groups));
+  e.sample({{"result", "faster"}}, static_cast<double>(c.faster_groups));
+  e.sample({{"result", "unchanged"}},
+           static_cast<double>(c.groups.size() - c.slower_groups - c.faster_groups));
+  e.family("shakedown_compare_place_ratio",
+           "After/before time ratio (median of its changed items) of each place that changed.");
+  for (const CompareGroup& g : c.groups) {
+    if (g.result == CompareGroup::Result::kSame) continue;
+    e.sample({{"place", g.name},
+              {"phase", g.phase},
+              {"result", g.result == CompareGroup::Result::kSlower ? "slower" : "faster"}},
+             g.ratio);
+  }
+  return e.str();
+}
+
 }  // namespace shakedown

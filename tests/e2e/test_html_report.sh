@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The HTML report: the demo run (4 ranks as 2 virtual nodes, configs/smoke.yaml, real mpirun)
+# with --report html writes RUN.html next to the file; `shakedown report` writes the same page
+# and, with --baseline, the comparison. Headless Chromium renders both offline: every chart
+# drawn, none blank, no console error, a PNG that is not blank (tests/e2e/check_html.py; the
+# rendering part skips, with the reason, where Chromium is missing).
+source "$(dirname "$0")/lib.sh"
+CHECK="$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_html.py"
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --config "$SHAKEDOWN_SOURCE_DIR/configs/smoke.yaml" \
+  --virtual-nodes 2 --report html --out "$TMP/run.h5" >"$TMP/out" 2>&1
+expect_rc 0 $? "demo run with --report html"
+expect_in "$TMP/out" "wrote the HTML report $TMP/run.html" "the page named"
+[[ -s "$TMP/run.html" ]] || fail "no $TMP/run.html"
+sections=(checks collectives gemm train checkpoint links run)
+/usr/bin/python3 "$CHECK" "$TMP/run.html" "$TMP/run.png" "${sections[@]}" >"$TMP/check" 2>&1
+rc=$?
+cat "$TMP/check"
+[[ $rc -eq 77 ]] && skip "$(tail -n 1 "$TMP/check")"
+[[ $rc -eq 0 ]] || fail "the demo run's HTML report"
+for want in 'world: bus bandwidth against message size' 'each rank.s time against the median rank' \
+  'arrival lateness' 'TFLOP/s per rank and shape' 'Step breakdown per rank' 'GB/s per rank' \
+  'No link scan in this run' 'Inventory' 'Topology: 4 ranks'; do
+  expect_in "$TMP/run.html" "$want" "the page holds '$want'"
+done
+
+# `shakedown report` with a baseline: a run whose rank 1 computes 3x as long, against the demo
+# run; the page shows the comparison and the slowed rank; the exit code is the comparison's.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --config "$SHAKEDOWN_SOURCE_DIR/configs/smoke.yaml" \
+  --virtual-nodes 2 --phases gemm --set gemm.iters=30 --out "$TMP/base.h5" >/dev/null 2>&1
+expect_rc 0 $? "gemm baseline"
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --config "$SHAKEDOWN_SOURCE_DIR/configs/smoke.yaml" \
+  --virtual-nodes 2 --phases gemm --set gemm.iters=30 --inject slow:rank=1,phase=gemm,factor=3 \
+  --baseline "$TMP/base.h5" --report html,json --out "$TMP/slow.h5" >"$TMP/out" 2>&1
+expect_rc 1 $? "a regressed run against its --baseline"
+expect_in "$TMP/out" "^against the baseline $TMP/base.h5:" "the comparison printed after the summary"
+expect_in "$TMP/out" "^  rank 1 \(host [^,]+, node 0\): gemm against its run's other ranks" "rank 1 named"
+expect_in "$TMP/out" "wrote the json comparison $TMP/slow.compare.json" "the comparison's JSON"
+grep -q 'id="compare"' "$TMP/slow.html" || fail "run --baseline --report html: no comparison in the page"
+"$SHAKEDOWN" report "$TMP/slow.h5" --baseline "$TMP/base.h5" -o "$TMP/cmp.html" >"$TMP/out" 2>&1
+expect_rc 1 $? "shakedown report --baseline of a regressed run"
+expect_in "$TMP/out" "wrote the HTML report $TMP/cmp.html" "report names its page"
+expect_in "$TMP/cmp.html" "REGRESSED: 1 place\(s\) slower" "the page's comparison verdict"
+expect_in "$TMP/cmp.html" "rank 1 \(host [^,]+, node 0\): gemm against its run.s other ranks" "the slowed rank in the page"
+/usr/bin/python3 "$CHECK" "$TMP/cmp.html" "$TMP/cmp.png" checks compare gemm run >"$TMP/check" 2>&1 ||
+  { cat "$TMP/check"; fail "the report with a baseline"; }
+cat "$TMP/check"
+
+# Mistakes: a baseline that is not a run (exit 2 before anything is measured), -o over the
+# run file, a file that is not there.
+echo "not hdf5" >"$TMP/junk.h5"
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases gemm --baseline "$TMP/junk.h5" --out "$TMP/x.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "run --baseline of a file that is not a run"
+expect_in "$TMP/out" "--baseline: cannot read $TMP/junk.h5" "the baseline named"
+[[ ! -e "$TMP/x.h5" && ! -e "$TMP/x.h5.partial" ]] || fail "a run file was started for a bad --baseline"
+"$SHAKEDOWN" report "$TMP/slow.h5" -o "$TMP/slow.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "report -o over the run file"
+"$SHAKEDOWN" report "$TMP/missing.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "report of a missing file"
+expect_in "$TMP/out" "missing.h5" "the missing file named"
+echo "PASS"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on this machine: 4 ranks as 2 virtual nodes, configs/smoke.yaml, one HDF5 file
-# under results/, and the summary. Works as root (Open MPI's root variables are set by
+# under results/ with its HTML report next to it (open it in a browser), and the summary. Works as root (Open MPI's root variables are set by
 # scripts/mpirun-local.sh) and as a normal user.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +16,10 @@ mkdir -p results
 out="results/$(date -u +%Y%m%dT%H%M%SZ).h5"
 set +e
 scripts/mpirun-local.sh -n 4 "$build/shakedown" run --config configs/smoke.yaml \
-  --virtual-nodes 2 --out "$out"
+  --virtual-nodes 2 --out "$out" --report html
 rc=$?
 set -e
 echo
-echo "demo: exit code $rc; results in $out (read it again with: $build/shakedown summary $out)"
+echo "demo: exit code $rc; results in $out (read it again with: $build/shakedown summary $out;" \
+  "the charts: ${out%.h5}.html)"
 exit $rc

@@ -23,6 +23,14 @@ for want in 'world: bus bandwidth against message size' 'each rank.s time agains
   expect_in "$TMP/run.html" "$want" "the page holds '$want'"
 done
 
+# The demo run against itself: its train step components and checkpoint are compared too (one
+# checkpoint: not judged, with the count).
+"$SHAKEDOWN" compare "$TMP/run.h5" "$TMP/run.h5" --detail >"$TMP/out" 2>&1
+expect_rc 0 $? "the demo run against itself"
+expect_in "$TMP/out" "^  train step: 1 \[" "the train step compared"
+expect_in "$TMP/out" "^  train compute \(forward \+ backward\) rank 3 " "each rank's train compute compared"
+expect_in "$TMP/out" "^  checkpoint .*write.*: not judged \(1 and 1 samples" "one checkpoint: not judged"
+
 # `shakedown report` with a baseline: a run whose rank 1 computes 3x as long, against the demo
 # run; the page shows the comparison and the slowed rank; the exit code is the comparison's.
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --config "$SHAKEDOWN_SOURCE_DIR/configs/smoke.yaml" \

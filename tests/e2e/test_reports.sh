@@ -96,7 +96,7 @@ expect_rc 2 $? "an unknown --format"
 expect_in "$TMP/bad" '--format: unknown format "yaml" \(known: text, json, junit, prometheus\)' "formats listed"
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases gemm --report json,xml --out "$TMP/never.h5" >"$TMP/bad" 2>&1
 expect_rc 2 $? "an unknown --report"
-expect_in "$TMP/bad" '--report: unknown format "xml" \(known: text, json, junit, prometheus\)' "run lists formats"
+expect_in "$TMP/bad" '--report: unknown format "xml" \(known: text, json, junit, prometheus, html\)' "run lists formats"
 [[ -e "$TMP/never.h5" || -e "$TMP/never.h5.partial" ]] && fail "a refused run left a file"
 "$SHAKEDOWN" summary "$TMP/h100.h5" --format json -o "$TMP/no/such/dir/r.json" >"$TMP/bad" 2>&1
 expect_rc 3 $? "an unwritable -o"

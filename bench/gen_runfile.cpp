@@ -1,8 +1,10 @@
 // The scale generator: writes a synthetic run file of N ranks on M nodes through the real
-// RunWriter calls the phases make (record/collective_rows.hpp, record/gemm_rows.hpp), at the
+// RunWriter calls the phases make (record/collective_rows.hpp, gemm_rows.hpp, train_rows.hpp,
+// checkpoint_rows.hpp), at the
 // default configuration (configs/full.yaml: both modes, every scope, six collectives, the NCCL
-// sizes 8 B .. 8 GiB, 20 iterations) unless told otherwise, so the recording benchmarks, `summary`
-// at scale and the compare/report tools measure the same file a real job of that size writes.
+// sizes 8 B .. 8 GiB, 20 iterations; 4 GEMM shapes; 20 training steps at tp 8; one checkpoint)
+// unless told otherwise, so the recording benchmarks, `summary` at scale and the compare/report
+// tools (bench/scale_tools.sh) measure the same file a real job of that size writes.
 // The samples are synthetic (latency + bytes / bandwidth with per-rank noise, seeded); the
 // layout, chunking, compression and write pattern are the real ones.
 //
@@ -10,7 +12,8 @@
 // message size after the gather) and the totals. bench/recording.sh runs it and times `summary`.
 //
 //   gen_runfile --ranks 1024 --nodes 128 --out /tmp/scale.h5 [--sizes 8:8G] [--iters 20]
-//               [--compression 4] [--slow-rank R]
+//               [--compression 4] [--seed N] [--slow-rank R] [--train-steps 20]
+//               [--checkpoints 1]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -26,8 +29,10 @@
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "record/checkpoint_rows.hpp"
 #include "record/collective_rows.hpp"
 #include "record/gemm_rows.hpp"
+#include "record/train_rows.hpp"
 #include "record/schema.hpp"
 #include "record/writer.hpp"
 
@@ -50,7 +55,9 @@ struct Scope {
 
 int generate(int argc, char** argv) {
   CLI::App app{"Write a synthetic shakedown run file of N ranks with the real RunWriter"};
-  int world = 1024, nodes = 128, compression = 4, iters = 20, slow_rank = -1;
+  int world = 1024, nodes = 128, compression = 4, iters = 20, slow_rank = -1, train_steps = 20;
+  int checkpoints = 1;
+  unsigned seed = 12345;
   std::string out, sizes_text = "8:8G";
   app.add_option("--ranks", world, "ranks")->check(CLI::Range(1, 1 << 20));
   app.add_option("--nodes", nodes, "nodes (ranks must divide evenly)")
@@ -59,16 +66,29 @@ int generate(int argc, char** argv) {
   app.add_option("--sizes", sizes_text, "message sizes, as collectives.nccl_sizes");
   app.add_option("--iters", iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("--compression", compression, "output.compression")->check(CLI::Range(0, 9));
-  app.add_option("--slow-rank", slow_rank, "one rank 30% slower in every collective (-1 none)");
+  app.add_option("--slow-rank", slow_rank,
+                 "one rank 30% slower in every collective, GEMM, training step's compute and "
+                 "checkpoint write (-1 none)");
+  app.add_option("--seed", seed, "the noise's seed (two files of one seed are identical)");
+  app.add_option("--train-steps", train_steps, "training steps (0: no train phase)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--checkpoints", checkpoints, "checkpoint iterations (0: no checkpoint phase)")
+      ->check(CLI::Range(0, 1000));
   CLI11_PARSE(app, argc, argv);
   if (world % nodes != 0) {
     std::fprintf(stderr, "gen_runfile: --ranks %d is not a multiple of --nodes %d\n", world, nodes);
     return 2;
   }
   const int per_node = world / nodes;
+  const auto nw = static_cast<std::size_t>(world);
 
   sd::Config config;  // the struct defaults: configs/full.yaml's collectives and gemm
   config.phases = {"inventory", "collectives", "gemm"};
+  if (train_steps > 0) config.phases.push_back("train");
+  if (checkpoints > 0) config.phases.push_back("checkpoint");
+  config.train.tp = std::min(8, per_node);
+  config.train.steps = train_steps;
+  config.checkpoint.iters = checkpoints;
   config.collectives.backend = "nccl";
   config.collectives.iters = iters;
   config.collectives.nccl_sizes = sd::parse_size_list(sizes_text, "--sizes");
@@ -142,12 +162,11 @@ int generate(int argc, char** argv) {
     }
   }
 
-  std::mt19937_64 rng(12345);
+  std::mt19937_64 rng(seed);
   std::normal_distribution<double> noise(0.0, 0.03);
   std::exponential_distribution<double> jitter(1.0 / 2.0);  // arrival jitter, mean 2 us
   const auto& sizes = config.collectives.nccl_sizes.values;
   const auto it = static_cast<std::size_t>(iters);
-  const auto nw = static_cast<std::size_t>(world);
   std::vector<double> row_ms;
   double clock_us = 0;
   std::size_t sweeps = 0;
@@ -239,7 +258,10 @@ int generate(int argc, char** argv) {
     g.flop = 2.0 * static_cast<double>(g.m * g.n) * static_cast<double>(g.k);
     g.iters = gi;
     g.time_us.resize(gi * nw);
-    for (double& v : g.time_us) v = g.flop / 1.2e15 * 1e6 * std::exp(noise(rng));
+    for (std::size_t i = 0; i < g.time_us.size(); ++i) {
+      const double slow = static_cast<int>(i % nw) == slow_rank ? 1.3 : 1.0;
+      g.time_us[i] = g.flop / 1.2e15 * 1e6 * slow * std::exp(noise(rng));
+    }
     g.max_rel_err.assign(nw, 1e-3);
     g.err_bound_ratio.assign(nw, 0.1);
     g.worst_expected.assign(nw, 1.0);
@@ -253,6 +275,111 @@ int generate(int argc, char** argv) {
     std::snprintf(name, sizeof name, "%lldx%lldx%lld", static_cast<long long>(g.m),
                   static_cast<long long>(g.n), static_cast<long long>(g.k));
     sd::write_gemm_shape(w, sd::schema::gemm_group(name), g);
+  }
+
+  // The train phase: tp x dp, every rank's steps (forward, backward, TP communication, the
+  // exposed part of the DP reduction, the optimizer), parameters equal across replicas.
+  if (train_steps > 0) {
+    const int tp = config.train.tp;
+    sd::TrainRecord r;
+    r.model = "custom";
+    r.mlp = "gelu";
+    r.recipe = "delayed";
+    r.format = "hybrid";
+    r.engine = "cublaslt";
+    r.layers = 2;
+    r.hidden = config.train.hidden;
+    r.seq_len = config.train.seq_len;
+    r.micro_batch = 1;
+    r.tp = tp;
+    r.dp = world / tp;
+    r.rank_flop = 6.0 * 2 * 12 * static_cast<double>(r.hidden * r.hidden) *
+                  static_cast<double>(r.seq_len) / tp;
+    r.tokens_per_step = r.seq_len * r.dp;
+    r.memory_bytes = 4e9;
+    const auto steps = static_cast<std::size_t>(train_steps);
+    r.steps = steps;
+    r.buckets = 2;
+    r.world = nw;
+    for (std::size_t s2 = 0; s2 < steps; ++s2) {
+      double slowest = 0;
+      std::vector<double> step(nw);
+      for (std::size_t k = 0; k < nw; ++k) {
+        const double f = static_cast<int>(k) == slow_rank ? 1.3 : 1.0;
+        r.fwd_ms.push_back(4 * f * std::exp(noise(rng)));
+        r.bwd_ms.push_back(8 * f * std::exp(noise(rng)));
+        r.tp_comm_ms.push_back(1.5 * std::exp(noise(rng)));
+        r.dp_exposed_ms.push_back(0.8 * std::exp(noise(rng)));
+        r.dp_span_ms.push_back(6 * std::exp(noise(rng)));
+        r.optim_ms.push_back(1.2 * std::exp(noise(rng)));
+        step[k] = r.fwd_ms.back() + r.bwd_ms.back() + r.tp_comm_ms.back() +
+                  r.dp_exposed_ms.back() + r.optim_ms.back();
+        slowest = std::max(slowest, step[k]);
+      }
+      for (std::size_t k = 0; k < nw; ++k) {
+        r.step_ms.push_back(slowest * std::exp(0.002 * noise(rng)));
+        r.dp_arrival_us.push_back(50 * std::exp(noise(rng)));
+        r.zero_grad_share.push_back(0);
+        r.param_hash.push_back(0x9e3779b97f4a7c15ULL * (s2 + 1) + k % static_cast<std::size_t>(tp));
+      }
+    }
+    r.bucket_start_us.assign(steps * 2 * nw, -3000);
+    r.bucket_end_us.assign(steps * 2 * nw, 800);
+    r.bucket_bytes = {1 << 20, 25 << 20};
+    for (std::size_t k = 0; k < nw; ++k) {
+      r.tp_rank.push_back(static_cast<std::int64_t>(k) % tp);
+      r.dp_rank.push_back(static_cast<std::int64_t>(k) / tp);
+      r.scales_finite.push_back(1);
+    }
+    sd::write_train(w, r);
+  }
+
+  // The checkpoint phase: file per process, 1 GiB shards, each rank restoring the shard of a
+  // rank on the next node; aggregate rates IOR's way (latest end - earliest start).
+  if (checkpoints > 0) {
+    sd::CheckpointRecord r;
+    r.layout = "file_per_process";
+    r.api = "posix";
+    r.dir = "/lustre/ckpt";
+    r.fs_type = "lustre";
+    r.kept = "no";
+    r.block_size = 16 << 20;
+    const auto ci = static_cast<std::size_t>(checkpoints);
+    r.iters = ci;
+    r.world = nw;
+    for (std::size_t k = 0; k < nw; ++k) {
+      r.bytes.push_back(1LL << 30);
+      r.reads_shard_of.push_back(static_cast<std::int64_t>((k + static_cast<std::size_t>(per_node)) % nw));
+    }
+    for (std::size_t i = 0; i < ci; ++i) {
+      double wlo = 1e300, whi = 0, rlo = 1e300, rhi = 0;
+      for (std::size_t k = 0; k < nw; ++k) {
+        const double f = static_cast<int>(k) == slow_rank ? 1.3 : 1.0;
+        const double start = 0.002 * std::exp(noise(rng)), wr = 1.1 * f * std::exp(noise(rng));
+        const double rstart = 2 + 0.002 * std::exp(noise(rng)), rd = 0.6 * std::exp(noise(rng));
+        r.open_s.push_back(0.002);
+        r.write_s.push_back(wr - 0.05);
+        r.fsync_s.push_back(0.045);
+        r.close_s.push_back(0.003);
+        r.read_s.push_back(rd);
+        r.write_start_s.push_back(start);
+        r.write_end_s.push_back(start + wr);
+        r.read_start_s.push_back(rstart);
+        r.read_end_s.push_back(rstart + rd);
+        r.verify_ok.push_back(1);
+        r.bad_offset.push_back(-1);
+        r.cache_dropped.push_back(1);
+        wlo = std::min(wlo, start);
+        whi = std::max(whi, start + wr);
+        rlo = std::min(rlo, rstart);
+        rhi = std::max(rhi, rstart + rd);
+      }
+      const double total = static_cast<double>(nw) * static_cast<double>(1LL << 30);
+      r.write_gbps.push_back(total / (whi - wlo) / 1e9);
+      r.read_gbps.push_back(total / (rhi - rlo) / 1e9);
+      r.restore_s.push_back(rhi - rlo);
+    }
+    sd::write_checkpoint(w, r);
   }
   w.finish("complete");
   const double total_s = seconds_since(t_all);

@@ -85,37 +85,47 @@ std::vector<double> log_of(const std::vector<double>& v) {
   return out;
 }
 
-void judge(CompareItem& item, const std::vector<double>& before, const std::vector<double>& after,
-           const CompareOptions& o) {
-  const std::vector<double> b = log_of(before), a = log_of(after);
-  item.n_before = b.size();
-  item.n_after = a.size();
-  if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
-  // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for it
-  // to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
-  const double n = static_cast<double>(b.size()), m = static_cast<double>(a.size());
-  if (std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
-      std::log(o.alpha)) {
-    return;
+// Judges items: the log-time samples before and after, tested and measured (the result is
+// decided once the correction over all judged items is known). Holds the exact null
+// distributions it counted, for the next item of the same sample sizes.
+class Judge {
+ public:
+  explicit Judge(const CompareOptions& o) : o_(o) {}
+  void operator()(CompareItem& item, const std::vector<double>& before,
+                  const std::vector<double>& after) {
+    const std::vector<double> b = log_of(before), a = log_of(after);
+    item.n_before = b.size();
+    item.n_after = a.size();
+    if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
+    // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for
+    // it to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
+    const double n = static_cast<double>(b.size()), m = static_cast<double>(a.size());
+    if (std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
+        std::log(o_.alpha)) {
+      return;
+    }
+    item.before_us = std::exp(median(b));
+    item.after_us = std::exp(median(a));
+    const UTest t = mann_whitney_two_sided(a, b, UMethod::kAuto, &counts_);
+    const Shift s = hodges_lehmann(a, b, o_.alpha, &counts_);
+    item.p = t.p;
+    item.ratio = std::exp(s.estimate);
+    item.lo = std::exp(s.lo);
+    item.hi = std::exp(s.hi);
+    item.result = CompareItem::Result::kSame;
   }
-  item.before_us = std::exp(median(b));
-  item.after_us = std::exp(median(a));
-  const UTest t = mann_whitney_two_sided(a, b);
-  const Shift s = hodges_lehmann(a, b, o.alpha);
-  item.p = t.p;
-  item.ratio = std::exp(s.estimate);
-  item.lo = std::exp(s.lo);
-  item.hi = std::exp(s.hi);
-  item.result = CompareItem::Result::kSame;  // decided once the correction is known
-}
+
+ private:
+  const CompareOptions& o_;
+  UNullCounts counts_;
+};
 
 struct SweepKey {
   std::string scope, op, leaf, mode;
   auto operator<=>(const SweepKey&) const = default;
 };
 
-void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
-                         Comparison& c) {
+void compare_collectives(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison& c) {
   const CollectivesData db = read_collectives(fb), da = read_collectives(fa);
   if (!db.ran && !da.ran) return;
   std::map<SweepKey, const SweepData*> before, after;
@@ -164,7 +174,7 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOpti
       item.size = format_size(sb->sizes[i]);
       item.group = name;
       // The collective lasts until its slowest rank is done.
-      judge(item, iteration_durations(tb, sb->world), iteration_durations(ta, sa->world), o);
+      judge(item, iteration_durations(tb, sb->world), iteration_durations(ta, sa->world));
       c.items.push_back(item);
       // Each node's own time where the sweep is inside nodes.
       if (key.scope != "intra_node") continue;
@@ -175,7 +185,7 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, const CompareOpti
         n.label = n.size + (key.mode == "in_place" ? " in place" : "");
         n.result = CompareItem::Result::kNotJudged;
         judge(n, iteration_durations(tb, sb->world, members.first),
-              iteration_durations(ta, sa->world, members.second), o);
+              iteration_durations(ta, sa->world, members.second));
         c.items.push_back(n);
       }
     }
@@ -218,7 +228,7 @@ std::vector<double> rank_column(const std::vector<double>& t, const std::vector<
 // Per shape: the run's GEMM time (each iteration's median over ranks), and each rank's time
 // relative to the other ranks of its own run: a rank or node that changed against its peers is
 // named even when the whole machine drifted between the runs (a busier host, another clock).
-void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o, Comparison& c) {
+void compare_gemm(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison& c) {
   const std::string g = "/gemm";
   if (!fb.has(g) && !fa.has(g)) return;
   const std::vector<std::string> sb = fb.has(g) ? fb.children(g) : std::vector<std::string>{};
@@ -241,7 +251,7 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
     run.phase = "gemm";
     run.what = shape;
     run.group = "gemm (median rank)";
-    judge(run, mb, ma, o);
+    judge(run, mb, ma);
     c.items.push_back(run);
     for (const auto& [k, rb] : kb) {
       const auto other = ka.find(k);
@@ -254,7 +264,7 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
       item.label = shape;
       item.group = item.where + ": gemm against its run's other ranks";
       item.unit = "x median";
-      judge(item, rank_column(tb, db, rb, &mb), rank_column(ta, da, other->second, &ma), o);
+      judge(item, rank_column(tb, db, rb, &mb), rank_column(ta, da, other->second, &ma));
       c.items.push_back(item);
     }
   }
@@ -273,7 +283,7 @@ std::vector<double> per_step(const std::vector<double>& t, std::size_t world, bo
 
 // train: per component the run's value per measured step; per rank its compute (forward +
 // backward) against its run's median rank, matched by host, node and local rank.
-void compare_train(const RunFile& fb, const RunFile& fa, const CompareOptions& o, Comparison& c) {
+void compare_train(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison& c) {
   namespace t = schema::training;
   const std::string g = schema::kTrainGroup;
   const bool hb = fb.has(g, t::kStepMs), ha = fa.has(g, t::kStepMs);
@@ -304,7 +314,7 @@ void compare_train(const RunFile& fb, const RunFile& fa, const CompareOptions& o
     item.group =
         std::string("train ") + k.name + (k.largest ? " (slowest rank)" : " (median rank)");
     judge(item, per_step(fb.read(g, *k.d), wb, k.largest),
-          per_step(fa.read(g, *k.d), wa, k.largest), o);
+          per_step(fa.read(g, *k.d), wa, k.largest));
     c.items.push_back(item);
   }
   // Compute per rank against its run's median rank.
@@ -329,14 +339,13 @@ void compare_train(const RunFile& fb, const RunFile& fa, const CompareOptions& o
                  std::to_string(k.node) + ")";
     item.label = "train compute";
     item.group = item.where + ": train compute against its run's other ranks";
-    judge(item, rank_column(cb, db, rb, &mb), rank_column(ca, da, other->second, &ma), o);
+    judge(item, rank_column(cb, db, rb, &mb), rank_column(ca, da, other->second, &ma));
     c.items.push_back(item);
   }
 }
 
 // checkpoint: per iteration the aggregate write and restore time (latest end - earliest start).
-void compare_checkpoint(const RunFile& fb, const RunFile& fa, const CompareOptions& o,
-                        Comparison& c) {
+void compare_checkpoint(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison& c) {
   namespace k = schema::checkpoint;
   const std::string g = schema::kCheckpointGroup;
   const bool hb = fb.has(g, k::kWriteEndS), ha = fa.has(g, k::kWriteEndS);
@@ -380,7 +389,7 @@ void compare_checkpoint(const RunFile& fb, const RunFile& fa, const CompareOptio
     item.what = std::string(op) + " (" + lb + ", all ranks)";
     item.unit = "s";
     item.group = "checkpoint " + std::string(op);
-    judge(item, spans(fb, *ds.first, *ds.second), spans(fa, *ds.first, *ds.second), o);
+    judge(item, spans(fb, *ds.first, *ds.second), spans(fa, *ds.first, *ds.second));
     c.items.push_back(item);
   }
 }
@@ -432,10 +441,11 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   for (const std::string& d : config_differences(mb.config_yaml, ma.config_yaml)) {
     c.warnings.push_back("config " + d);
   }
-  compare_collectives(before, after, o, c);
-  compare_gemm(before, after, o, c);
-  compare_train(before, after, o, c);
-  compare_checkpoint(before, after, o, c);
+  Judge judge(o);
+  compare_collectives(before, after, judge, c);
+  compare_gemm(before, after, judge, c);
+  compare_train(before, after, judge, c);
+  compare_checkpoint(before, after, judge, c);
   if (before.has("/linkscan") || after.has("/linkscan")) {
     c.not_compared.push_back("linkscan (not compared by this version)");
   }

@@ -56,10 +56,24 @@ double normal_quantile(double p) {
   return x - e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
 }
 
+// The null counts from the cache, or counted into `own` without one.
+const std::vector<double>& null_counts(UNullCounts* cache, std::vector<double>& own, std::size_t m,
+                                       std::size_t n) {
+  if (cache) return (*cache)(m, n);
+  own = mann_whitney_null_counts(m, n);
+  return own;
+}
+
 }  // namespace
 
-UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double> ys,
-                             UMethod method) {
+const std::vector<double>& UNullCounts::operator()(std::size_t m, std::size_t n) {
+  auto [it, added] = memo_.try_emplace({m, n});
+  if (added) it->second = mann_whitney_null_counts(m, n);
+  return it->second;
+}
+
+UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double> ys, UMethod method,
+                             UNullCounts* cache) {
   const std::vector<double> x = finite(xs), y = finite(ys);
   UTest t;
   t.n1 = x.size();
@@ -73,7 +87,8 @@ UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double>
                      (method == UMethod::kAuto && std::min(t.n1, t.n2) <= kExactMax && ties == 0);
   if (exact) {
     t.exact = true;
-    const std::vector<double> counts = mann_whitney_null_counts(t.n1, t.n2);
+    std::vector<double> own;
+    const std::vector<double>& counts = null_counts(cache, own, t.n1, t.n2);
     double total = 0, tail = 0;
     for (std::size_t k = 0; k < counts.size(); ++k) {
       total += counts[k];
@@ -90,7 +105,8 @@ UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double>
   return t;
 }
 
-Shift hodges_lehmann(std::span<const double> xs, std::span<const double> ys, double alpha) {
+Shift hodges_lehmann(std::span<const double> xs, std::span<const double> ys, double alpha,
+                     UNullCounts* cache) {
   const std::vector<double> x = finite(xs), y = finite(ys);
   Shift s{kNaN, kNaN, kNaN, kNaN};
   if (x.empty() || y.empty()) return s;
@@ -99,16 +115,34 @@ Shift hodges_lehmann(std::span<const double> xs, std::span<const double> ys, dou
   for (double a : x) {
     for (double b : y) diffs.push_back(a - b);
   }
-  std::sort(diffs.begin(), diffs.end());
   const std::size_t mn = diffs.size();
-  s.estimate = mn % 2 == 1 ? diffs[mn / 2] : 0.5 * (diffs[mn / 2 - 1] + diffs[mn / 2]);
+  // The order statistics needed (the median, the interval's ends) by selection, O(mn) rather
+  // than a sort: the median splits the differences, each end is selected within its side.
+  const auto at = [&](std::size_t k) { return diffs.begin() + static_cast<std::ptrdiff_t>(k); };
+  const std::size_t mid = (mn - 1) / 2;  // the lower middle
+  std::nth_element(diffs.begin(), at(mid), diffs.end());
+  const double lower_middle = diffs[mid];
+  const double upper_middle =
+      mn % 2 == 1 ? lower_middle : *std::min_element(at(mid + 1), diffs.end());
+  s.estimate = 0.5 * (lower_middle + upper_middle);
+  // diffs[k] for k below the middle (selected in [0, mid)) or above it (in (mid, mn)).
+  auto order = [&](std::size_t k) {
+    if (k == mid) return lower_middle;
+    if (k < mid) {
+      std::nth_element(diffs.begin(), at(k), at(mid));
+    } else {
+      std::nth_element(at(mid + 1), at(k), diffs.end());
+    }
+    return diffs[k];
+  };
   // qu: the alpha/2 quantile of U's null distribution (R's qwilcox: the smallest k with
   // P(U <= k) >= alpha/2), at least 1; the interval is the qu-th and (mn - qu + 1)-th
   // differences (1-based).
   std::size_t qu = 0;
   double below = 0;  // P(U <= qu - 1)
   if (mn <= kExactPairs) {
-    const std::vector<double> counts = mann_whitney_null_counts(x.size(), y.size());
+    std::vector<double> own;
+    const std::vector<double>& counts = null_counts(cache, own, x.size(), y.size());
     double total = 0;
     for (double c : counts) total += c;
     double cum = 0;
@@ -132,8 +166,8 @@ Shift hodges_lehmann(std::span<const double> xs, std::span<const double> ys, dou
   }
   qu = std::min(qu, mn);
   const std::size_t ql = mn - qu;
-  s.lo = diffs[qu - 1];
-  s.hi = diffs[std::min(ql, mn - 1)];
+  s.lo = order(qu - 1);
+  s.hi = order(std::min(ql, mn - 1));
   s.confidence = 1 - 2 * below;
   return s;
 }

@@ -58,18 +58,19 @@ std::vector<double> iteration_durations(std::span<const double> rows, std::size_
   if (world == 0) return out;
   const std::size_t iters = rows.size() / world;
   out.assign(iters, std::numeric_limits<double>::quiet_NaN());
+  constexpr double kNone = -std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < iters; ++i) {
     const double* row = rows.data() + i * world;
-    auto take = [&](double x) {
-      if (!std::isnan(x) && (std::isnan(out[i]) || x > out[i])) out[i] = x;
-    };
+    // A NaN compares false, so it never becomes the largest: no branch on it.
+    double largest = kNone;
     if (columns.empty()) {
-      for (std::size_t r = 0; r < world; ++r) take(row[r]);
+      for (std::size_t r = 0; r < world; ++r) largest = row[r] > largest ? row[r] : largest;
     } else {
       for (std::size_t r : columns) {
-        if (r < world) take(row[r]);
+        if (r < world) largest = row[r] > largest ? row[r] : largest;
       }
     }
+    if (largest != kNone) out[i] = largest;
   }
   return out;
 }

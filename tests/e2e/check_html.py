@@ -7,7 +7,8 @@ Usage: check_html.py REPORT.html PNG SECTION...
 2. Chromium's DOM after the report's script ran (--dump-dom): every chart the page describes
    drawn (body data-charts equals data-charts-expected), none blank, no script error.
 3. Chromium's console (--enable-logging=stderr): no error message from the page.
-4. A screenshot (PNG, read with Pillow): not blank, and the charts' colours are in it.
+4. A screenshot (PNG, read with Pillow; the window 12000 px tall, so a 1,024-rank page's charts
+   are in it): not blank, and the charts' colours are in it.
 Prints what it found; exits 1 naming the first problem, 77 when Chromium is missing.
 """
 import os
@@ -50,7 +51,7 @@ def main():
     url = "file://" + os.path.abspath(html_path)
     with tempfile.TemporaryDirectory() as profile:
         dom = chromium(["--dump-dom", url], profile)
-        shot = chromium(["--window-size=1280,2400", f"--screenshot={png_path}", url], profile)
+        shot = chromium(["--window-size=1280,12000", f"--screenshot={png_path}", url], profile)
     body = re.search(r"<body[^>]*>", dom.stdout)
     if dom.returncode != 0 or body is None:
         fail(f"chromium --dump-dom failed ({dom.returncode}): {dom.stderr[-500:]}")
@@ -72,14 +73,14 @@ def main():
     image = Image.open(png_path).convert("RGB")
     colours = image.getcolors(maxcolors=1 << 20) or []
     background = max(colours)[0] if colours else 0
-    ink = 1 - background / (image.width * image.height)
+    ink = image.width * image.height - background  # pixels not of the background colour
     # The first palette colour (#1f77b4) appears where a chart drew a line, bar or legend.
     blue = sum(n for n, c in colours if abs(c[0] - 0x1f) < 16 and abs(c[1] - 0x77) < 16 and abs(c[2] - 0xb4) < 16)
-    if len(colours) < 50 or ink < 0.05:
-        fail(f"the screenshot looks blank: {len(colours)} colours, {ink:.1%} not background")
+    if len(colours) < 50 or ink < 100000:
+        fail(f"the screenshot looks blank: {len(colours)} colours, {ink} pixels not background")
     if blue < 200:
         fail(f"the screenshot shows no chart colour (#1f77b4: {blue} pixels)")
-    print(f"png: {image.width}x{image.height}, {len(colours)} colours, {ink:.0%} ink, "
+    print(f"png: {image.width}x{image.height}, {len(colours)} colours, {ink} pixels of ink, "
           f"{blue} pixels of the first series colour")
 
 

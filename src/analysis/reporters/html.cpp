@@ -155,7 +155,7 @@ class Page {
   std::ostringstream html;
 
   // A chart: its canvas here, its configuration into the data block. `extra` holds the hints
-  // report.js acts on (x_log2_bytes, heatmap, x_labels_index).
+  // report.js acts on (x_log2_bytes, heatmap).
   void chart(Json spec, Json extra = Json::object(), int height = 320) {
     const std::string id = "chart-" + std::to_string(charts_.size());
     extra["id"] = id;
@@ -188,39 +188,41 @@ Json axis_title(const std::string& text) {
   return {{"display", true}, {"text", text}};
 }
 
-Json heatmap_spec(const std::vector<std::vector<double>>& cells, double lo, double hi,
-                  const std::string& unit) {
-  Json data = Json::array();
-  Json colors = Json::array();
+// A heatmap as floating bars: one dataset per row, each cell the bar [row, row + 1] of its column
+// (x stacked: the rows share the column; y not: no sums), coloured by its value; `v` holds the
+// values for the tooltip. Columns are the x axis' labels.
+Json heatmap_spec(const std::vector<std::vector<double>>& cells, const Json& cols, double lo,
+                  double hi) {
+  Json datasets = Json::array();
   for (std::size_t y = 0; y < cells.size(); ++y) {
-    for (std::size_t x = 0; x < cells[y].size(); ++x) {
-      const double v = cells[y][x];
-      if (std::isnan(v)) continue;
-      data.push_back({{"x", x}, {"y", y}, {"v", num(v)}});
-      colors.push_back(heat(hi > lo ? (v - lo) / (hi - lo) : 0));
+    Json data = Json::array(), colors = Json::array(), values = Json::array();
+    for (double v : cells[y]) {
+      const bool none = std::isnan(v);
+      data.push_back(none ? Json(nullptr) : Json::array({y, y + 1}));
+      colors.push_back(heat(none ? kNaN : hi > lo ? (v - lo) / (hi - lo) : 0));
+      values.push_back(num(v));
     }
+    datasets.push_back({{"data", std::move(data)},
+                        {"backgroundColor", std::move(colors)},
+                        {"v", std::move(values)},
+                        {"borderWidth", 0},
+                        {"barPercentage", 1.0},
+                        {"categoryPercentage", 1.0}});
   }
-  const std::size_t cols = cells.empty() ? 0 : cells[0].size();
-  return {{"type", "scatter"},
-          {"data",
-           {{"datasets", Json::array({{{"label", unit},
-                                       {"data", std::move(data)},
-                                       {"backgroundColor", colors},
-                                       {"borderWidth", 0}}})}}},
+  return {{"type", "bar"},
+          {"data", {{"labels", cols}, {"datasets", std::move(datasets)}}},
           {"options",
            {{"plugins", {{"legend", {{"display", false}}}}},
             {"scales",
              {{"x",
-               {{"type", "linear"},
-                {"min", -0.5},
-                {"max", static_cast<double>(cols) - 0.5},
+               {{"stacked", true},
                 {"title", axis_title("message size")},
                 {"grid", {{"display", false}}}}},
               {"y",
                {{"type", "linear"},
                 {"reverse", true},
-                {"min", -0.5},
-                {"max", static_cast<double>(cells.size()) - 0.5},
+                {"min", 0},
+                {"max", static_cast<double>(cells.size())},
                 {"grid", {{"display", false}}}}}}}}}};
 }
 
@@ -520,14 +522,14 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
          << "<p class=\"note\">Median over iterations of the rank's own time, divided by the "
             "median rank's, per size; grey: at the median, dark red: 2x or more; "
          << rows_note(rows) << ".</p>\n";
-  p.chart(heatmap_spec(time_cells, 1.0, 2.0, "x median"),
+  p.chart(heatmap_spec(time_cells, cols, 1.0, 2.0),
           {{"heatmap", {{"rows", rows.labels}, {"cols", cols}, {"unit", "x median"}}}}, height);
   if (!arr.empty()) {
     p.html << "<h3>" << esc(name) << ": arrival lateness</h3>\n"
            << "<p class=\"note\">Median over iterations of how long after the iteration's first "
               "rank this one arrived (us; clocks aligned); dark red: "
            << fixed_text(late_max, 1) << " us, the latest; " << rows_note(rows) << ".</p>\n";
-    p.chart(heatmap_spec(late_cells, 0.0, late_max, "us"),
+    p.chart(heatmap_spec(late_cells, cols, 0.0, late_max),
             {{"heatmap", {{"rows", rows.labels}, {"cols", cols}, {"unit", "us late"}}}}, height);
   }
   p.html << "</section>\n";

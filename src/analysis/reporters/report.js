@@ -1,7 +1,7 @@
 // The script of shakedown's HTML report (src/analysis/reporters/html.cpp inlines it after
 // Chart.js). The page's data block holds every chart as a Chart.js configuration written by the
 // C++ side; this script only hands them to Chart.js and adds what JSON cannot hold (functions):
-// byte labels on log2 axes, heatmap cells sized to the plot, tooltips. When it is done it
+// byte labels on log2 axes, a heatmap's row names, tooltips. When it is done it
 // records on <body> how many charts it drew, which canvases stayed blank and any error, so a
 // headless browser can check the page (tests/e2e/test_html_report.sh).
 (function () {
@@ -26,18 +26,6 @@
     });
   }
 
-  // An axis of integer positions 0..n-1 named by `labels` (a heatmap's rows and columns): one
-  // tick per position, thinned by Chart.js where they would overlap.
-  function indexAxis(axis, labels) {
-    axis.afterBuildTicks = (scale) => {
-      scale.ticks = labels.map((_, i) => ({ value: i }));
-    };
-    axis.ticks = Object.assign({}, axis.ticks, {
-      autoSkip: true,
-      callback: (v) => (Number.isInteger(v) && v >= 0 && v < labels.length ? labels[v] : ''),
-    });
-  }
-
   function prepare(c) {
     const spec = c.spec;
     const options = (spec.options = spec.options || {});
@@ -54,26 +42,21 @@
       };
     }
     if (c.heatmap) {
+      // Floating bars [row, row + 1]: name the rows at their middles.
       const h = c.heatmap;
-      indexAxis((scales.x = scales.x || {}), h.cols);
-      indexAxis((scales.y = scales.y || {}), h.rows);
-      for (const ds of spec.data.datasets) {
-        ds.pointStyle = 'rect';
-        ds.pointRadius = (ctx) => {
-          const a = ctx.chart.chartArea;
-          if (!a) return 2;
-          const w = a.width / Math.max(1, h.cols.length);
-          const hh = a.height / Math.max(1, h.rows.length);
-          return Math.max(1, Math.min(w, hh) / 2);
-        };
-        ds.pointHoverRadius = ds.pointRadius;
-      }
+      const y = (scales.y = scales.y || {});
+      y.afterBuildTicks = (scale) => {
+        scale.ticks = h.rows.map((_, i) => ({ value: i + 0.5 }));
+      };
+      y.ticks = Object.assign({}, y.ticks, {
+        autoSkip: true,
+        callback: (v) => h.rows[Math.floor(v)] || '',
+      });
       tooltip.callbacks = {
-        title: (items) => (items.length ? h.rows[items[0].raw.y] + ', ' + h.cols[items[0].raw.x] : ''),
-        label: (item) => String(item.raw.v) + ' ' + h.unit,
+        title: (items) => (items.length ? h.rows[items[0].datasetIndex] + ', ' + h.cols[items[0].dataIndex] : ''),
+        label: (item) => String(item.dataset.v[item.dataIndex]) + ' ' + h.unit,
       };
     }
-    if (c.x_labels_index) indexAxis((scales.x = scales.x || {}), c.x_labels_index);
     return spec;
   }
 

@@ -6,7 +6,7 @@
 #   2. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
 #      (build-asan/), and run the unit, fuzz-corpus and MPI tests (3 ranks; 4 as 2 virtual
 #      nodes; uneven pretend hosts) and the end-to-end config, verdict (the smoke run), report
-#      and fault tests under them (tests/sanitizers/README.md: options and suppressions);
+#      and fault tests, compare and the HTML report under them (tests/sanitizers/README.md);
 #   3. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 6) each (scripts/fuzz.sh);
 #   4. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them
 #      (the MPI tests on 3 ranks: the watchdog's threads, the channel, clock sync, the recorder);
@@ -55,7 +55,7 @@ if [[ "${SHAKEDOWN_SANITIZERS:-1}" != 0 ]]; then
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(bad_input|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|checkpoint|compare)$)')
+    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(bad_input|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|checkpoint|compare|html_report)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-6}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-6} s per target)"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -96,6 +97,7 @@ class Judge {
     const std::vector<double> b = log_of(before), a = log_of(after);
     item.n_before = b.size();
     item.n_after = a.size();
+    item.not_judged_why = "too few samples for the test to reach alpha";
     if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
     // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for
     // it to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
@@ -113,6 +115,7 @@ class Judge {
     item.lo = std::exp(s.lo);
     item.hi = std::exp(s.hi);
     item.result = CompareItem::Result::kSame;
+    item.not_judged_why.clear();
   }
 
  private:
@@ -366,7 +369,7 @@ void compare_checkpoint(const RunFile& fb, const RunFile& fa, Judge& judge, Comp
     std::vector<double> out;
     if (d.size() != 2 || e.size() != s.size()) return out;
     for (std::uint64_t i = 0; i < d[0]; ++i) {
-      double lo = INFINITY, hi = -INFINITY;
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
       for (std::uint64_t r = 0; r < d[1]; ++r) {
         const double a = s[i * d[1] + r], b = e[i * d[1] + r];
         if (std::isfinite(a) && std::isfinite(b)) {
@@ -453,6 +456,19 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
     throw UsageError("compare: " + c.before_path + " and " + c.after_path +
                      " have no measurement in common (collectives sizes, GEMM shapes, train "
                      "steps or checkpoint layout)");
+  }
+  const RunFacts after_facts = read_run_facts(after);
+  for (const RunFacts* f : {&facts, &after_facts}) {
+    if (f->sanitizers.empty()) continue;
+    c.warnings.push_back((f == &facts ? c.before_path : c.after_path) +
+                         " was written by a sanitizer build (" + f->sanitizers +
+                         "): absolute times are not judged, only ranks against their run's "
+                         "other ranks");
+    for (CompareItem& i : c.items) {
+      if (i.unit == "x median" || i.result == CompareItem::Result::kNotJudged) continue;
+      i.result = CompareItem::Result::kNotJudged;
+      i.not_judged_why = "absolute time of a sanitizer build";
+    }
   }
   for (const CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) {
@@ -565,7 +581,8 @@ std::string format_comparison(const Comparison& c, bool detail) {
       os << "  " << i.phase << " " << i.what << (i.size.empty() ? "" : " " + i.size)
          << (i.where.empty() ? "" : " " + i.where) << ": ";
       if (i.result == CompareItem::Result::kNotJudged) {
-        os << "not judged (" << i.n_before << " and " << i.n_after << " samples)\n";
+        os << "not judged (" << i.n_before << " and " << i.n_after
+           << " samples: " << i.not_judged_why << ")\n";
         continue;
       }
       os << general_text(i.ratio, 3) << " [" << general_text(i.lo, 3) << ", "
@@ -601,7 +618,13 @@ std::string format_comparison(const Comparison& c, bool detail) {
      << "% for a rank against its run's others) ignored: " << c.slower << " slower, " << c.faster
      << " faster, " << c.judged - c.slower - c.faster << " unchanged";
   if (c.not_judged > 0) {
-    os << "; " << c.not_judged << " not judged (too few samples for the test to reach alpha)";
+    std::map<std::string, std::size_t> why;
+    for (const CompareItem& i : c.items) {
+      if (i.result == CompareItem::Result::kNotJudged) ++why[i.not_judged_why];
+    }
+    std::vector<std::string> parts;
+    for (const auto& [reason, n] : why) parts.push_back(std::to_string(n) + " " + reason);
+    os << "; " << c.not_judged << " not judged (" << join(parts, "; ") << ")";
   }
   os << "\n"
      << c.slower_groups << " place(s) slower, " << c.faster_groups

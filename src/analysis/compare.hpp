@@ -18,7 +18,10 @@
 //  - checkpoint: per layout, each iteration's aggregate write and restore time (IOR's timing:
 //    latest end - earliest start on aligned clocks).
 // An item whose samples are too few for the exact test ever to reach alpha is "not judged", with
-// its counts (3 checkpoints against 3: the smallest two-sided p is 0.1).
+// its counts (3 checkpoints against 3: the smallest two-sided p is 0.1). When either file was
+// written by a sanitizer build, absolute times (every item but a rank against its run's median)
+// are not judged either: they are several times slower and move between runs (as the verdict
+// does not hold them to the platform's numbers).
 #include <string>
 #include <vector>
 
@@ -47,6 +50,7 @@ struct CompareItem {
   double ratio = 1, lo = 1, hi = 1;    // after / before, with its interval
   double p = 1;                        // two-sided, uncorrected
   enum class Result { kSlower, kFaster, kSame, kNotJudged } result = Result::kNotJudged;
+  std::string not_judged_why;  // when not judged: "too few samples ...", "a sanitizer build ..."
 };
 
 // A place: the items of one group (a sweep over its sizes, a node, a rank, a train component).

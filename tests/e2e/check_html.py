@@ -10,6 +10,7 @@ Usage: check_html.py REPORT.html PNG SECTION...
 4. A screenshot (PNG, read with Pillow; the window 12000 px tall, so a 1,024-rank page's charts
    are in it): not blank, and the charts' colours are in it.
 Prints what it found; exits 1 naming the first problem, 77 when Chromium is missing.
+SHAKEDOWN_CHROMIUM names the browser binary (default: chromium on the PATH).
 """
 import os
 import re
@@ -24,8 +25,11 @@ def fail(msg):
     sys.exit(1)
 
 
+BROWSER = os.environ.get("SHAKEDOWN_CHROMIUM", "chromium")
+
+
 def chromium(args, profile):
-    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    cmd = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            "--no-first-run", "--disable-extensions", "--disable-background-networking",
            f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0"] + args
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -45,8 +49,9 @@ def main():
             fail(f"{html_path} has no section id=\"{s}\"")
     expected = int(re.search(r'data-charts-expected="(\d+)"', page).group(1))
     print(f"page: {size} bytes, {expected} charts described, sections {' '.join(sections)}")
-    if shutil.which("chromium") is None:
-        print("check_html: SKIP: chromium is not installed (scripts/install-deps.sh installs it)")
+    if shutil.which(BROWSER) is None:
+        print(f"check_html: SKIP: {BROWSER} is not installed (scripts/install-deps.sh installs "
+              "Debian's chromium)")
         sys.exit(77)
     url = "file://" + os.path.abspath(html_path)
     with tempfile.TemporaryDirectory() as profile:

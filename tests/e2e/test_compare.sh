@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
-# `shakedown compare` on real run files (4 ranks as 2 virtual nodes, real mpirun): a rerun of the
-# baseline shows no regression; a run whose rank 1 computes 3x as long names that rank and
-# nothing else (exit 1); collectives are matched size by size, what only one file measured and
-# the configuration keys that differ are said; a file that is not a run is exit 2.
+# `shakedown compare` on real run files (4 ranks as 2 virtual nodes, real mpirun): three reruns
+# of the baseline show at most one (false) regression; a run whose rank 1 takes 4x as long
+# names that rank as the one slower place (exit 1), in every output format (60 iterations, so
+# under ASan on shared cores too; the ranks that share its cores may show up faster, which they
+# are); collectives are matched size by size, what only one file measured and the configuration
+# keys that differ are said; a file that is not a run is exit 2.
 source "$(dirname "$0")/lib.sh"
 gemm=(--virtual-nodes 2 --phases gemm --set gemm.engine=cpu --set gemm.hidden=128
-  --set gemm.tokens=64 --set gemm.iters=30)
+  --set gemm.tokens=64 --set gemm.iters=60)
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/base.h5" >/dev/null 2>&1
 expect_rc 0 $? "baseline"
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/again.h5" >/dev/null 2>&1
 expect_rc 0 $? "rerun"
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=3 \
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=4 \
   --out "$TMP/slow.h5" >/dev/null 2>&1
 expect_rc 0 $? "slowed run (a warning on shared cores)"
+# A sanitizer build's absolute times are not judged (only ranks against their run's others).
+sanitized=0
+h5dump -a /shakedown_version "$TMP/base.h5" | grep -q '+sanitize=' && sanitized=1
 
 "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/again.h5" >"$TMP/out" 2>&1
-expect_rc 0 $? "a rerun against its baseline"
-expect_in "$TMP/out" "^verdict: NO REGRESSION \(exit 0\)" "no regression"
+rc=$?
 expect_in "$TMP/out" "^compared [0-9]+ item\(s\) at alpha 0.05 Bonferroni-corrected" "what was compared, and how"
+# Reruns are the noise the test must not call a regression: three of them (each run's own
+# scheduling is its seed), at most one false regression in all (alpha 0.05 per comparison).
+false_alarms=0
+again_rc=$rc
+[[ $rc -eq 0 ]] || { false_alarms=$((false_alarms + 1)); cat "$TMP/out"; }
+for i in 2 3; do
+  "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/again$i.h5" >/dev/null 2>&1
+  expect_rc 0 $? "rerun $i"
+  "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/again$i.h5" >"$TMP/out$i" 2>&1
+  rc=$?
+  [[ $rc -eq 0 || $rc -eq 1 ]] || fail "compare of rerun $i: exit $rc"
+  [[ $rc -eq 0 ]] || { false_alarms=$((false_alarms + 1)); cat "$TMP/out$i"; }
+done
+((false_alarms <= 1)) || fail "$false_alarms of 3 reruns compared as regressions (at most 1 allowed)"
+echo "reruns against the baseline: $false_alarms false regression(s) in 3"
 
 "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/slow.h5" >"$TMP/out" 2>&1
 expect_rc 1 $? "the slowed rank"
@@ -26,7 +45,8 @@ expect_in "$TMP/out" "^1 place\(s\) slower" "and nothing else"
 expect_in "$TMP/out" "^verdict: REGRESSED \(exit 1\)" "verdict"
 
 # The same comparison as JSON (docs/compare-schema.json), JUnit and Prometheus: valid, agreeing
-# with each other and the exit code, rank 1 the one slower place; and a rerun's, with none.
+# with each other and the exit code, rank 1 the one slower place; and a rerun's (none, unless it
+# was the false alarm above).
 check_formats() {  # STEM WANT_RC BEFORE AFTER [PLACE_REGEX]
   local f
   for f in json junit prometheus; do
@@ -41,7 +61,7 @@ check_formats() {  # STEM WANT_RC BEFORE AFTER [PLACE_REGEX]
     { cat "$TMP/check"; fail "compare formats of $1"; }
 }
 check_formats "$TMP/slow" 1 "$TMP/base.h5" "$TMP/slow.h5" "^rank 1 \\(host [^,]+, node 0\\): gemm"
-check_formats "$TMP/again" 0 "$TMP/base.h5" "$TMP/again.h5"
+check_formats "$TMP/again" "$again_rc" "$TMP/base.h5" "$TMP/again.h5"
 "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/slow.h5" --format yaml >"$TMP/out" 2>&1
 expect_rc 2 $? "an unknown format"
 expect_in "$TMP/out" "--format: unknown format \"yaml\" \(known: text, json, junit, prometheus\)" "formats named"
@@ -55,7 +75,12 @@ coll=(--virtual-nodes 2 --phases collectives --set collectives.iters=10 --set "c
 expect_rc 0 $? "collectives baseline"
 "$SHAKEDOWN" compare "$TMP/cbase.h5" "$TMP/cbase.h5" >"$TMP/out" 2>&1
 expect_rc 0 $? "a file against itself"
-expect_in "$TMP/out" "^compared [1-9][0-9]* item\(s\) .*: 0 slower, 0 faster" "every item unchanged"
+if ((sanitized)); then
+  expect_in "$TMP/out" "^compared 0 item\(s\) .*; [0-9]+ not judged \([0-9]+ absolute time of a sanitizer build\)" "a sanitizer build's times not judged"
+  expect_in "$TMP/out" "! .* was written by a sanitizer build" "and said"
+else
+  expect_in "$TMP/out" "^compared [1-9][0-9]* item\(s\) .*: 0 slower, 0 faster" "every item unchanged"
+fi
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:1M:x4 --out "$TMP/cmore.h5" >/dev/null 2>&1
 "$SHAKEDOWN" compare "$TMP/cbase.h5" "$TMP/cmore.h5" >"$TMP/out" 2>&1
 expect_in "$TMP/out" "! config collectives.sizes: .* -> " "the differing key said"

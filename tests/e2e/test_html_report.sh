@@ -12,11 +12,22 @@ expect_rc 0 $? "demo run with --report html"
 expect_in "$TMP/out" "wrote the HTML report $TMP/run.html" "the page named"
 [[ -s "$TMP/run.html" ]] || fail "no $TMP/run.html"
 sections=(checks collectives gemm train checkpoint links run)
-/usr/bin/python3 "$CHECK" "$TMP/run.html" "$TMP/run.png" "${sections[@]}" >"$TMP/check" 2>&1
-rc=$?
-cat "$TMP/check"
-[[ $rc -eq 77 ]] && skip "$(tail -n 1 "$TMP/check")"
-[[ $rc -eq 0 ]] || fail "the demo run's HTML report"
+# check_html PAGE PNG SECTION...: the page as Chromium shows it; without Chromium the rest of
+# this test still runs and it is reported skipped at the end, with the reason.
+no_browser=""
+check_html() {
+  local what=$1
+  shift
+  /usr/bin/python3 "$CHECK" "$@" >"$TMP/check" 2>&1
+  local rc=$?
+  cat "$TMP/check"
+  if [[ $rc -eq 77 ]]; then
+    no_browser=$(tail -n 1 "$TMP/check")
+  elif [[ $rc -ne 0 ]]; then
+    fail "$what"
+  fi
+}
+check_html "the demo run's HTML report" "$TMP/run.html" "$TMP/run.png" "${sections[@]}"
 for want in 'world: bus bandwidth against message size' 'each rank.s time against the median rank' \
   'arrival lateness' 'TFLOP/s per rank and shape' 'Step breakdown per rank' 'GB/s per rank' \
   'No link scan in this run' 'Inventory' 'Topology: 4 ranks'; do
@@ -27,18 +38,19 @@ done
 # checkpoint: not judged, with the count).
 "$SHAKEDOWN" compare "$TMP/run.h5" "$TMP/run.h5" --detail >"$TMP/out" 2>&1
 expect_rc 0 $? "the demo run against itself"
-expect_in "$TMP/out" "^  train step: 1 \[" "the train step compared"
+# (a sanitizer build's absolute times are not judged: then the step says so)
+expect_in "$TMP/out" "^  train step: (1 \[|not judged \([0-9]+ and [0-9]+ samples: absolute time of a sanitizer build)" "the train step compared"
 expect_in "$TMP/out" "^  train compute \(forward \+ backward\) rank 3 " "each rank's train compute compared"
 expect_in "$TMP/out" "^  checkpoint .*write.*: not judged \(1 and 1 samples" "one checkpoint: not judged"
 
-# `shakedown report` with a baseline: a run whose rank 1 computes 3x as long, against a run
+# `shakedown report` with a baseline: a run whose rank 1 takes 4x as long, against a run
 # without (the shapes of tests/e2e/test_compare.sh); the page shows the comparison and the
 # slowed rank; the exit code is the comparison's.
 gemm=(--virtual-nodes 2 --phases gemm --set gemm.engine=cpu --set gemm.hidden=128
-  --set gemm.tokens=64 --set gemm.iters=30)
+  --set gemm.tokens=64 --set gemm.iters=60)
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/base.h5" >/dev/null 2>&1
 expect_rc 0 $? "gemm baseline"
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=3 \
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=4 \
   --baseline "$TMP/base.h5" --report html,json --out "$TMP/slow.h5" >"$TMP/out" 2>&1
 expect_rc 1 $? "a regressed run against its --baseline"
 expect_in "$TMP/out" "^against the baseline $TMP/base.h5:" "the comparison printed after the summary"
@@ -50,9 +62,7 @@ expect_rc 1 $? "shakedown report --baseline of a regressed run"
 expect_in "$TMP/out" "wrote the HTML report $TMP/cmp.html" "report names its page"
 expect_in "$TMP/cmp.html" "REGRESSED: [1-9][0-9]* place\(s\) slower" "the page's comparison verdict"
 expect_in "$TMP/cmp.html" "rank 1 \(host [^,]+, node 0\): gemm against its run.s other ranks" "the slowed rank in the page"
-/usr/bin/python3 "$CHECK" "$TMP/cmp.html" "$TMP/cmp.png" checks compare gemm run >"$TMP/check" 2>&1 ||
-  { cat "$TMP/check"; fail "the report with a baseline"; }
-cat "$TMP/check"
+check_html "the report with a baseline" "$TMP/cmp.html" "$TMP/cmp.png" checks compare gemm run
 
 # Mistakes: a baseline that is not a run (exit 2 before anything is measured), -o over the
 # run file, a file that is not there.
@@ -66,4 +76,5 @@ expect_rc 2 $? "report -o over the run file"
 "$SHAKEDOWN" report "$TMP/missing.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "report of a missing file"
 expect_in "$TMP/out" "missing.h5" "the missing file named"
+[[ -z "$no_browser" ]] || skip "everything but the rendering passed; $no_browser"
 echo "PASS"

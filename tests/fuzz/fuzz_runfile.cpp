@@ -1,7 +1,8 @@
 // RunFile on mutated copies of real run files (seeds: files the real RunWriter wrote): what
 // `shakedown summary` does - open, read every part, compute the verdict, format it as text, JSON,
-// JUnit and Prometheus - must end in the summary or a UsageError/RuntimeFault naming the file,
-// never a crash in shakedown.
+// JUnit and Prometheus - and what `report` and `compare` add (the HTML page; the file against
+// itself in every compare format) must end in the output or a UsageError/RuntimeFault naming the
+// file, never a crash in shakedown.
 //
 // HDF5 1.10 itself crashes on some damaged files (a corrupt string heap: it copies past its
 // buffers) and hangs on others. That is not ours to fix; `shakedown summary` reads in a child
@@ -43,6 +44,15 @@ void read_like_summary(const std::filesystem::path& path) {
     (void)format_summary(file, analyze(file), /*detail=*/true);
     for (ReportFormat f : {ReportFormat::kJson, ReportFormat::kJunit, ReportFormat::kPrometheus}) {
       (void)format_report(f, file, stored, /*detail=*/false);
+    }
+    // As `report`, `compare FILE FILE --format F` and `report --baseline FILE` read it (a file
+    // without measurements is a UsageError from compare_runs).
+    (void)format_html(file, stored, nullptr);
+    const Comparison c = compare_runs(file, file, CompareOptions{});
+    (void)format_html(file, stored, &c);
+    for (ReportFormat f : {ReportFormat::kText, ReportFormat::kJson, ReportFormat::kJunit,
+                           ReportFormat::kPrometheus}) {
+      (void)format_compare(f, c, /*detail=*/true);
     }
   });
 }

@@ -3,7 +3,9 @@
 // R's exact interval on the same data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "analysis/compare_stats.hpp"
@@ -66,6 +68,43 @@ TEST(CompareStats, AClearShiftOnLargeSamplesIsSignificantAndMeasured) {
   EXPECT_NEAR(std::exp(s.estimate), 1.2, 0.02);
   EXPECT_LT(s.lo, s.estimate);
   EXPECT_GT(s.hi, s.estimate);
+}
+
+// The estimate and interval are order statistics of the pairwise differences, found by
+// selection: they must be exactly what sorting all differences gives (R's definition), for odd
+// and even counts, with and without a cache of the null counts, ties included.
+TEST(CompareStats, HodgesLehmannSelectionEqualsTheSortedDifferences) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 1);
+  UNullCounts cache;
+  for (const auto& [n1, n2] : {std::pair{5, 4}, {7, 7}, {20, 20}, {3, 9}, {30, 11}, {250, 200}}) {
+    std::vector<double> x, y;
+    for (int i = 0; i < n1; ++i) x.push_back(std::round(noise(rng) * 8) / 4 + 0.5);
+    for (int i = 0; i < n2; ++i) y.push_back(std::round(noise(rng) * 8) / 4);
+    std::vector<double> d;
+    for (double a : x) {
+      for (double b : y) d.push_back(a - b);
+    }
+    std::sort(d.begin(), d.end());
+    const std::size_t mn = d.size();
+    const double median = mn % 2 ? d[mn / 2] : 0.5 * (d[mn / 2 - 1] + d[mn / 2]);
+    const Shift plain = hodges_lehmann(x, y, 0.05);
+    const Shift cached = hodges_lehmann(x, y, 0.05, &cache);
+    EXPECT_DOUBLE_EQ(plain.estimate, median) << n1 << "x" << n2;
+    // The interval's ends are differences, symmetric in rank: the k-th and (mn - k + 1)-th.
+    const auto lo = std::find(d.begin(), d.end(), plain.lo);
+    const auto hi = std::find(d.rbegin(), d.rend(), plain.hi);
+    ASSERT_NE(lo, d.end()) << n1 << "x" << n2;
+    ASSERT_NE(hi, d.rend()) << n1 << "x" << n2;
+    EXPECT_LE(plain.lo, plain.estimate);
+    EXPECT_GE(plain.hi, plain.estimate);
+    EXPECT_DOUBLE_EQ(cached.estimate, plain.estimate);
+    EXPECT_DOUBLE_EQ(cached.lo, plain.lo);
+    EXPECT_DOUBLE_EQ(cached.hi, plain.hi);
+    EXPECT_DOUBLE_EQ(cached.confidence, plain.confidence);
+    EXPECT_DOUBLE_EQ(mann_whitney_two_sided(x, y, UMethod::kAuto, &cache).p,
+                     mann_whitney_two_sided(x, y).p);
+  }
 }
 
 }  // namespace

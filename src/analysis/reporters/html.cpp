@@ -289,8 +289,8 @@ void compare_section(Page& p, const Comparison& c) {
          << " place(s) slower, " << c.faster_groups << " faster; " << c.judged
          << " item(s) judged at alpha " << general_text(c.alpha, 3)
          << " (Bonferroni: " << general_text(c.alpha_per_item, 3) << " per item), " << c.not_judged
-         << " not judged (too few samples); minimum effect " << general_text(c.min_effect * 100, 3)
-         << "% (ranks and nodes against their peers: "
+         << " not judged (too few samples, or a sanitizer build's absolute times); minimum effect "
+         << general_text(c.min_effect * 100, 3) << "% (ranks and nodes against their peers: "
          << general_text(std::max(c.min_effect, c.min_effect_per_rank) * 100, 3) << "%). "
          << "Baseline: " << esc(c.before_path) << "</p>\n";
   for (const std::string& w : c.warnings) p.html << "<p class=\"warn\">" << esc(w) << "</p>\n";

@@ -388,7 +388,8 @@ std::string format_compare_json(const Comparison& c) {
                      {"ratio", judged ? number(i.ratio) : Json(nullptr)},
                      {"ratio_lo", judged ? number(i.lo) : Json(nullptr)},
                      {"ratio_hi", judged ? number(i.hi) : Json(nullptr)},
-                     {"p", judged ? number(i.p) : Json(nullptr)}});
+                     {"p", judged ? number(i.p) : Json(nullptr)},
+                     {"not_judged_why", judged ? Json(nullptr) : Json(i.not_judged_why)}});
   }
   j["items"] = std::move(items);
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

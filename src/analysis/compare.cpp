@@ -407,6 +407,32 @@ std::string p_text(double p) {
 
 }  // namespace
 
+const char* result_name(CompareItem::Result r) {
+  switch (r) {
+    case CompareItem::Result::kSlower:
+      return "slower";
+    case CompareItem::Result::kFaster:
+      return "faster";
+    case CompareItem::Result::kSame:
+      return "unchanged";
+    case CompareItem::Result::kNotJudged:
+      return "not_judged";
+  }
+  return "";
+}
+
+const char* result_name(CompareGroup::Result r) {
+  switch (r) {
+    case CompareGroup::Result::kSlower:
+      return "slower";
+    case CompareGroup::Result::kFaster:
+      return "faster";
+    case CompareGroup::Result::kSame:
+      return "unchanged";
+  }
+  return "";
+}
+
 Comparison compare_runs(const RunFile& before, const RunFile& after, const CompareOptions& o) {
   Comparison c;
   c.before_path = before.path().string();

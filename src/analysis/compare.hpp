@@ -84,6 +84,10 @@ struct Comparison {
   int exit_code() const { return slower_groups > 0 ? 1 : 0; }
 };
 
+// "slower", "faster", "unchanged", "not_judged": the reports' words for a result.
+const char* result_name(CompareItem::Result r);
+const char* result_name(CompareGroup::Result r);
+
 // Throws UsageError (exit 2) for files of another schema version or without measurements.
 Comparison compare_runs(const RunFile& before, const RunFile& after, const CompareOptions& o);
 std::string format_comparison(const Comparison& c, bool detail);

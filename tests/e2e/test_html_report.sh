@@ -61,7 +61,7 @@ grep -q 'id="compare"' "$TMP/slow.html" || fail "run --baseline --report html: n
 expect_rc 1 $? "shakedown report --baseline of a regressed run"
 expect_in "$TMP/out" "wrote the HTML report $TMP/cmp.html" "report names its page"
 expect_in "$TMP/cmp.html" "REGRESSED: [1-9][0-9]* place\(s\) slower" "the page's comparison verdict"
-expect_in "$TMP/cmp.html" "rank 1 \(host [^,]+, node 0\): gemm against its run.s other ranks" "the slowed rank in the page"
+expect_in "$TMP/cmp.html" "rank 1 \(host [^,]+, node 0\): gemm against its run(&apos;|')s other ranks" "the slowed rank in the page"
 check_html "the report with a baseline" "$TMP/cmp.html" "$TMP/cmp.png" checks compare gemm run
 
 # Mistakes: a baseline that is not a run (exit 2 before anything is measured), -o over the

@@ -1,5 +1,7 @@
 #include "analysis/reporters/formats.hpp"
 
+#include "core/strings.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -110,6 +112,35 @@ void write_report_file(const std::string& path, const std::string& text) {
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) fail("cannot rename " + tmp.string() + " to it", ec.value());
+}
+
+std::string markup_escape(std::string_view raw) {
+  const std::string s = valid_utf8(raw);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out +=
+            (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') ? '?' : c;
+    }
+  }
+  return out;
 }
 
 }  // namespace shakedown

@@ -47,6 +47,10 @@ std::string format_compare(ReportFormat format, const Comparison& c, bool detail
 std::string format_html(const RunFile& file, const RunAnalysis& analysis,
                         const Comparison* baseline);
 
+// Text for XML and HTML (element content and quoted attributes): valid UTF-8, & < > " '
+// escaped, control characters other than tab and newlines as '?'. JUnit and the HTML page.
+std::string markup_escape(std::string_view raw);
+
 // Writes `text` to `path` whole or not at all (a temporary file in the same directory, renamed
 // over it), so node_exporter's textfile collector or a CI job never reads half a report.
 // RuntimeFault naming the path when it cannot.

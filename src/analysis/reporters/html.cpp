@@ -29,27 +29,7 @@ const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#94
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return markup_escape(s);
 }
 
 const char* color(std::size_t i) {
@@ -62,20 +42,6 @@ Json num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return std::stod(buf);
-}
-
-const char* status_word(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kPass:
-      return "pass";
-    case CheckStatus::kWarn:
-      return "warn";
-    case CheckStatus::kFail:
-      return "fail";
-    case CheckStatus::kSkip:
-      return "skip";
-  }
-  return "";
 }
 
 // The rows a per-rank chart shows: every rank, or (beyond kMaxRows) every node, or groups of
@@ -246,7 +212,7 @@ void checks_section(Page& p, const RunAnalysis& a) {
   for (const CheckGroup& g : group_checks(a.verdict.findings)) {
     for (const Finding* f : g.findings) {
       const std::string unit = f->unit.empty() ? "" : " " + f->unit;
-      p.html << "<tr class=\"" << status_word(f->status) << "\"><td>" << status_word(f->status)
+      p.html << "<tr class=\"" << to_string(f->status) << "\"><td>" << to_string(f->status)
              << "</td><td>" << esc(f->check) << "</td><td>" << esc(f->subject) << "</td><td>"
              << (std::isnan(f->value) ? "" : esc(general_text(f->value, 4) + unit)) << "</td><td>"
              << (std::isnan(f->expected) ? "" : esc(general_text(f->expected, 4) + unit))
@@ -268,18 +234,6 @@ void checks_section(Page& p, const RunAnalysis& a) {
     p.html << "</tbody></table>\n";
   }
   p.html << "</section>\n";
-}
-
-const char* result_word(CompareGroup::Result r) {
-  switch (r) {
-    case CompareGroup::Result::kSlower:
-      return "slower";
-    case CompareGroup::Result::kFaster:
-      return "faster";
-    case CompareGroup::Result::kSame:
-      return "unchanged";
-  }
-  return "";
 }
 
 void compare_section(Page& p, const Comparison& c) {
@@ -308,7 +262,7 @@ void compare_section(Page& p, const Comparison& c) {
     }
     const char* cls = g.result == CompareGroup::Result::kSlower ? "fail" : "pass";
     p.html << "<tr class=\"" << cls << "\"><td>" << esc(g.name) << "</td><td>" << esc(g.phase)
-           << "</td><td>" << result_word(g.result) << "</td><td>" << fixed_text(g.ratio, 3)
+           << "</td><td>" << result_name(g.result) << "</td><td>" << fixed_text(g.ratio, 3)
            << "</td><td>" << general_text(g.p, 2) << "</td><td>" << g.slower + g.faster << " / "
            << g.judged << "</td><td>" << esc(join(g.changed, ", ")) << "</td></tr>\n";
   }
@@ -795,7 +749,7 @@ void facts_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   if (!a.facts.placement.empty()) {
     p.html << "<h3>Placement</h3>\n<table><tbody>\n";
     for (const CheckResult& c : a.facts.placement) {
-      p.html << "<tr class=\"" << status_word(c.status) << "\"><td>" << status_word(c.status)
+      p.html << "<tr class=\"" << to_string(c.status) << "\"><td>" << to_string(c.status)
              << "</td><td>" << esc(c.name) << "</td><td>" << esc(c.reason) << "</td></tr>\n";
     }
     p.html << "</tbody></table>\n";

@@ -303,36 +303,6 @@ std::string format_json(const RunFile& file, const RunAnalysis& a) {
   return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-namespace {
-
-const char* result_name(CompareItem::Result r) {
-  switch (r) {
-    case CompareItem::Result::kSlower:
-      return "slower";
-    case CompareItem::Result::kFaster:
-      return "faster";
-    case CompareItem::Result::kSame:
-      return "unchanged";
-    case CompareItem::Result::kNotJudged:
-      return "not_judged";
-  }
-  return "";
-}
-
-const char* result_name(CompareGroup::Result r) {
-  switch (r) {
-    case CompareGroup::Result::kSlower:
-      return "slower";
-    case CompareGroup::Result::kFaster:
-      return "faster";
-    case CompareGroup::Result::kSame:
-      return "unchanged";
-  }
-  return "";
-}
-
-}  // namespace
-
 std::string format_compare_json(const Comparison& c) {
   Json j;
   j["report_version"] = kReportVersion;

@@ -15,35 +15,6 @@ namespace {
 
 // Text for an attribute or element: UTF-8 (invalid bytes as '?'), the five XML escapes, and
 // control characters (not allowed in XML 1.0) as '?'.
-std::string xml(const std::string& raw) {
-  const std::string s = valid_utf8(raw);
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out +=
-            (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') ? '?' : c;
-    }
-  }
-  return out;
-}
-
 struct Suite {
   std::vector<const Finding*> cases;
   int failures = 0, skipped = 0;
@@ -110,46 +81,47 @@ std::string format_junit(const RunFile& file, const RunAnalysis& a) {
         {"nodes", std::to_string(a.facts.meta.node_count)},
         {"platform", a.facts.platform ? a.facts.platform->name : "none"}};
     for (const auto& [k, val] : props) {
-      os << "      <property name=\"" << k << "\" value=\"" << xml(val) << "\"/>\n";
+      os << "      <property name=\"" << k << "\" value=\"" << markup_escape(val) << "\"/>\n";
     }
     os << "    </properties>\n";
   };
   if (ended_badly) {
     os << "  <testsuite name=\"run\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" "
           "timestamp=\""
-       << xml(stamp) << "\">\n";
+       << markup_escape(stamp) << "\">\n";
     properties();
     os << "    <testcase classname=\"run\" name=\"run.status\">\n      <error message=\""
-       << xml(v.headline) << "\" type=\"" << status << "\">" << xml(v.headline)
+       << markup_escape(v.headline) << "\" type=\"" << status << "\">" << markup_escape(v.headline)
        << "</error>\n    </testcase>\n  </testsuite>\n";
   }
   bool first = !ended_badly;
   for (const std::string& phase : order) {
     const Suite& s = suites[phase];
-    os << "  <testsuite name=\"" << xml(phase) << "\" tests=\"" << s.cases.size()
+    os << "  <testsuite name=\"" << markup_escape(phase) << "\" tests=\"" << s.cases.size()
        << "\" failures=\"" << s.failures << "\" errors=\"0\" skipped=\"" << s.skipped
-       << "\" timestamp=\"" << xml(stamp) << "\">\n";
+       << "\" timestamp=\"" << markup_escape(stamp) << "\">\n";
     if (first) properties();
     first = false;
     for (const Finding* f : s.cases) {
-      os << "    <testcase classname=\"" << xml(phase) << "\" name=\"" << xml(case_name(*f))
-         << "\"";
+      os << "    <testcase classname=\"" << markup_escape(phase) << "\" name=\""
+         << markup_escape(case_name(*f)) << "\"";
       switch (f->status) {
         case CheckStatus::kPass:
           os << "/>\n";
           break;
         case CheckStatus::kWarn:
           os << ">\n      <properties><property name=\"status\" value=\"warn\"/></properties>\n"
-             << "      <system-out>WARN: " << xml(details(*f))
+             << "      <system-out>WARN: " << markup_escape(details(*f))
              << "</system-out>\n    </testcase>\n";
           break;
         case CheckStatus::kFail:
-          os << ">\n      <failure message=\"" << xml(f->message) << "\" type=\""
-             << (f->corruption != 0 ? "corruption" : "fail") << "\">" << xml(details(*f))
+          os << ">\n      <failure message=\"" << markup_escape(f->message) << "\" type=\""
+             << (f->corruption != 0 ? "corruption" : "fail") << "\">" << markup_escape(details(*f))
              << "</failure>\n    </testcase>\n";
           break;
         case CheckStatus::kSkip:
-          os << ">\n      <skipped message=\"" << xml(f->message) << "\"/>\n    </testcase>\n";
+          os << ">\n      <skipped message=\"" << markup_escape(f->message)
+             << "\"/>\n    </testcase>\n";
           break;
       }
     }
@@ -175,7 +147,7 @@ std::string format_compare_junit(const Comparison& c) {
     const auto& list = suites[phase];
     std::size_t failures = 0;
     for (const CompareGroup* g : list) failures += g->result == CompareGroup::Result::kSlower;
-    os << "  <testsuite name=\"compare." << xml(phase) << "\" tests=\"" << list.size()
+    os << "  <testsuite name=\"compare." << markup_escape(phase) << "\" tests=\"" << list.size()
        << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\">\n";
     if (first) {
       os << "    <properties>\n";
@@ -188,22 +160,23 @@ std::string format_compare_junit(const Comparison& c) {
           {"correction", "bonferroni"},
           {"min_effect", std::to_string(c.min_effect)}};
       for (const auto& [k, val] : props) {
-        os << "      <property name=\"" << k << "\" value=\"" << xml(val) << "\"/>\n";
+        os << "      <property name=\"" << k << "\" value=\"" << markup_escape(val) << "\"/>\n";
       }
       for (const std::string& w : c.warnings) {
-        os << "      <property name=\"warning\" value=\"" << xml(w) << "\"/>\n";
+        os << "      <property name=\"warning\" value=\"" << markup_escape(w) << "\"/>\n";
       }
       os << "    </properties>\n";
       first = false;
     }
     for (const CompareGroup* g : list) {
-      os << "    <testcase classname=\"compare." << xml(phase) << "\" name=\"" << xml(g->name)
-         << "\"";
+      os << "    <testcase classname=\"compare." << markup_escape(phase) << "\" name=\""
+         << markup_escape(g->name) << "\"";
       if (g->result == CompareGroup::Result::kSlower) {
-        os << ">\n      <failure message=\"" << xml(g->line) << "\" type=\"regression\">"
-           << xml(g->line) << "</failure>\n    </testcase>\n";
+        os << ">\n      <failure message=\"" << markup_escape(g->line) << "\" type=\"regression\">"
+           << markup_escape(g->line) << "</failure>\n    </testcase>\n";
       } else if (g->result == CompareGroup::Result::kFaster) {
-        os << ">\n      <system-out>" << xml(g->line) << "</system-out>\n    </testcase>\n";
+        os << ">\n      <system-out>" << markup_escape(g->line)
+           << "</system-out>\n    </testcase>\n";
       } else {
         os << "/>\n";
       }

@@ -225,10 +225,7 @@ std::string format_compare_prometheus(const Comparison& c) {
            "After/before time ratio (median of its changed items) of each place that changed.");
   for (const CompareGroup& g : c.groups) {
     if (g.result == CompareGroup::Result::kSame) continue;
-    e.sample({{"place", g.name},
-              {"phase", g.phase},
-              {"result", g.result == CompareGroup::Result::kSlower ? "slower" : "faster"}},
-             g.ratio);
+    e.sample({{"place", g.name}, {"phase", g.phase}, {"result", result_name(g.result)}}, g.ratio);
   }
   return e.str();
 }

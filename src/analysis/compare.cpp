@@ -237,12 +237,23 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison
   const std::vector<std::string> sb = fb.has(g) ? fb.children(g) : std::vector<std::string>{};
   const std::vector<std::string> sa = fa.has(g) ? fa.children(g) : std::vector<std::string>{};
   const std::map<RankKey, int> kb = rank_keys(fb.ranks()), ka = rank_keys(fa.ranks());
+  // A shape is matched by name and engine (cpu and cublaslt times are not one measurement).
+  auto engine = [](const RunFile& f, const std::string& path) {
+    const std::string e = attr_or(f, path, schema::gemm::kAttrEngine);
+    return e.empty() ? attr_or(f, "/gemm", schema::gemm::kAttrEngine) : e;
+  };
   for (const std::string& shape : sb) {
     const std::string path = g + "/" + shape;
     if (!fb.has(path, schema::gemm::kTimeUs)) continue;
+    const std::string eb = engine(fb, path);
     if (std::find(sa.begin(), sa.end(), shape) == sa.end() ||
-        !fa.has(path, schema::gemm::kTimeUs)) {
-      c.only_in_before.push_back("gemm " + shape);
+        !fa.has(path, schema::gemm::kTimeUs) || engine(fa, path) != eb) {
+      c.only_in_before.push_back("gemm " + shape + (eb.empty() ? "" : " (" + eb + ")"));
+      if (std::find(sa.begin(), sa.end(), shape) != sa.end() &&
+          fa.has(path, schema::gemm::kTimeUs)) {
+        const std::string ea = engine(fa, path);
+        c.only_in_after.push_back("gemm " + shape + (ea.empty() ? "" : " (" + ea + ")"));
+      }
       continue;
     }
     std::vector<std::uint64_t> db, da;

@@ -54,7 +54,8 @@ T check(T value, const char* expr, const char* file, int line) {
 }  // namespace detail
 
 // Turns off HDF5's automatic printing of error stacks to stderr (we report them in exceptions).
-// Cheap; called by every open/create helper below.
+// Cheap; called by every open/create helper below. Per thread in a thread-safe HDF5 build
+// (Debian's is): a thread that uses a file another thread opened calls it itself.
 void quiet_errors();
 
 // An owned hid_t, closed with Close. Move-only. close() reports a failed close (for files, the

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "record/h5.hpp"
 #include "record/schema.hpp"
 
 namespace shakedown {
@@ -53,6 +54,9 @@ Recorder::~Recorder() {
 }
 
 void Recorder::worker() {
+  // HDF5's error printing is per thread in a thread-safe build (Debian's): this thread writes
+  // to the file held open and never passes through open_file, so it silences its own.
+  h5::quiet_errors();
   for (;;) {
     {
       std::unique_lock lock(queue_mutex_);
@@ -167,6 +171,7 @@ void Recorder::finish(const std::string& status) {
 
 void Recorder::mark_aborted(const std::string& reason) noexcept {
   if (!writer_) return;
+  h5::quiet_errors();  // called from the watchdog's thread (see worker())
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::seconds(5))) {
     std::fprintf(stderr, "shakedown: the run file is busy; it keeps status running: %s\n",

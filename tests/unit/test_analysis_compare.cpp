@@ -11,6 +11,7 @@
 #include "analysis/reporters/formats.hpp"
 #include "fake_ranks.hpp"
 #include "record/checkpoint_rows.hpp"
+#include "record/gemm_rows.hpp"
 #include "record/reader.hpp"
 #include "record/schema.hpp"
 #include "record/train_rows.hpp"
@@ -111,10 +112,37 @@ CheckpointRecord checkpoint(unsigned seed, std::size_t iters, double write_facto
   return r;
 }
 
+// One 64x128x128 shape on `engine`, 20 iterations of ~100 us per rank.
+GemmShapeRecord gemm(const std::string& engine, unsigned seed) {
+  GemmShapeRecord g;
+  g.order = 1;
+  g.m = 64;
+  g.n = 128;
+  g.k = 128;
+  g.a_format = g.b_format = "e4m3";
+  g.out_dtype = "bf16";
+  g.engine = engine;
+  g.flop = 2.0 * 64 * 128 * 128;
+  g.iters = 20;
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, 0.03);
+  for (std::size_t i = 0; i < 20 * kWorld; ++i) g.time_us.push_back(100 * std::exp(noise(rng)));
+  g.max_rel_err.assign(kWorld, 1e-3);
+  g.err_bound_ratio.assign(kWorld, 0.1);
+  g.worst_expected.assign(kWorld, 1);
+  g.worst_got.assign(kWorld, 1);
+  g.worst_index.assign(kWorld, 0);
+  g.rows_checked.assign(kWorld, 64);
+  g.hash_group.assign(kWorld, 0);
+  g.output_hash.assign(kWorld, 42);
+  g.hash_groups = {engine};
+  return g;
+}
+
 class Files {
  public:
   std::filesystem::path write(const std::string& name, const TrainRecord* t,
-                              const CheckpointRecord* ck) {
+                              const CheckpointRecord* ck, const GemmShapeRecord* g = nullptr) {
     RunMeta meta;
     meta.shakedown_version = "test";
     meta.config_yaml = "phases: [train, checkpoint]\n";
@@ -125,6 +153,10 @@ class Files {
     w.write_topology(testing_support::two_per_host(kWorld), {});
     if (t) write_train(w, *t);
     if (ck) write_checkpoint(w, *ck);
+    if (g) {
+      w.set_attr(schema::kGemmGroup, schema::gemm::kAttrEngine, g->engine);
+      write_gemm_shape(w, schema::gemm_group("64x128x128"), *g);
+    }
     w.finish(schema::kStatusComplete);
     return path;
   }
@@ -145,8 +177,8 @@ std::vector<std::string> slower_places(const Comparison& c) {
   return out;
 }
 
-const CompareItem* find_item(const Comparison& c, const std::string& phase,
-                             const std::string& what, const std::string& where = "") {
+const CompareItem* find_item(const Comparison& c, const std::string& phase, const std::string& what,
+                             const std::string& where = "") {
   for (const CompareItem& i : c.items) {
     if (i.phase == phase && i.what == what && i.where == where) return &i;
   }
@@ -183,8 +215,8 @@ TEST(CompareTrain, ARankThatComputesLongerIsNamedAndTheStepWithIt) {
             slower.end())
       << ::testing::PrintToString(slower);
   EXPECT_NE(std::find(slower.begin(), slower.end(), "train step (slowest rank)"), slower.end());
-  const CompareItem* r3 = find_item(c, "train", "compute (forward + backward)",
-                                    "rank 3 (host gpu-1, node 1)");
+  const CompareItem* r3 =
+      find_item(c, "train", "compute (forward + backward)", "rank 3 (host gpu-1, node 1)");
   ASSERT_NE(r3, nullptr);
   EXPECT_EQ(r3->unit, "x median");
   EXPECT_NEAR(r3->ratio, 1.6, 0.1);
@@ -237,6 +269,23 @@ TEST(CompareCheckpoint, AnotherLayoutIsOnlyInOneFile) {
   EXPECT_EQ(c.only_in_before[0], "checkpoint posix file_per_process");
   ASSERT_EQ(c.only_in_after.size(), 1u);
   EXPECT_EQ(c.only_in_after[0], "checkpoint posix shared_file");
+}
+
+TEST(CompareGemm, AShapeIsMatchedByNameAndEngine) {
+  Files f;
+  const TrainRecord t = train(1);
+  const GemmShapeRecord cpu = gemm("cpu", 1), cpu2 = gemm("cpu", 2), gpu = gemm("cublaslt", 3);
+  const Comparison same =
+      compare(f.write("a.h5", &t, nullptr, &cpu), f.write("b.h5", &t, nullptr, &cpu2));
+  EXPECT_NE(find_item(same, "gemm", "64x128x128"), nullptr);
+  EXPECT_TRUE(same.only_in_before.empty());
+  const Comparison other =
+      compare(f.write("c.h5", &t, nullptr, &cpu), f.write("d.h5", &t, nullptr, &gpu));
+  EXPECT_EQ(find_item(other, "gemm", "64x128x128"), nullptr);
+  ASSERT_EQ(other.only_in_before.size(), 1u);
+  EXPECT_EQ(other.only_in_before[0], "gemm 64x128x128 (cpu)");
+  ASSERT_EQ(other.only_in_after.size(), 1u);
+  EXPECT_EQ(other.only_in_after[0], "gemm 64x128x128 (cublaslt)");
 }
 
 TEST(CompareFormats, JsonJunitAndPrometheusSayTheSame) {

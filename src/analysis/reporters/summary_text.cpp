@@ -59,21 +59,28 @@ void format_checks_block(const Verdict& v, bool detail, std::ostringstream& os) 
     const Finding& first = *g.findings.front();
     os << "  [" << status_label(g.status) << "] " << g.check;
     if (!first.message.empty()) os << ": " << first.message;
-    os << '\n';
-    // The other findings of a failed or warned check, each naming its rank / node / shape.
-    std::size_t more = 0, shown = 0;
+    // The other findings of a failed check (up to 3), each naming its rank / node / shape; a
+    // warned check keeps to its line, counting the rest (on shared cores the noise warns often,
+    // and the summary must stay one screen).
+    std::vector<const Finding*> others;
     for (std::size_t i = 1; i < g.findings.size(); ++i) {
       const Finding& f = *g.findings[i];
-      if (!detail && (f.status == CheckStatus::kPass || f.status == CheckStatus::kSkip)) continue;
-      if (!detail && shown == 3) {
-        ++more;
-        continue;
+      if (detail || (f.status != CheckStatus::kPass && f.status != CheckStatus::kSkip)) {
+        others.push_back(&f);
       }
-      ++shown;
-      os << "         " << f.message << '\n';
     }
-    if (more > 0) {
-      os << "         ... and " << more << " more (shakedown summary --detail lists them)\n";
+    const std::size_t shown = detail ? others.size()
+                              : g.status == CheckStatus::kFail
+                                  ? std::min<std::size_t>(3, others.size())
+                                  : 0;
+    if (shown == 0 && !others.empty()) {
+      os << " (and " << others.size() << " more: shakedown summary --detail lists them)";
+    }
+    os << '\n';
+    for (std::size_t i = 0; i < shown; ++i) os << "         " << others[i]->message << '\n';
+    if (shown > 0 && others.size() > shown) {
+      os << "         ... and " << others.size() - shown
+         << " more (shakedown summary --detail lists them)\n";
     }
   }
   if (!skipped.empty()) {

@@ -87,23 +87,30 @@ std::vector<double> log_of(const std::vector<double>& v) {
 }
 
 // Judges items: the log-time samples before and after, tested and measured (the result is
-// decided once the correction over all judged items is known). Holds the exact null
-// distributions it counted, for the next item of the same sample sizes.
+// decided once the correction over all judged items is known), or left not judged, saying why.
+// Holds the exact null distributions it counted, for the next item of the same sample sizes.
 class Judge {
  public:
-  explicit Judge(const CompareOptions& o) : o_(o) {}
+  // `absolute_not_judged`: absolute times (every item but a rank against its run's median) are
+  // not judged, with that reason ("" judges them).
+  Judge(const CompareOptions& o, std::string absolute_not_judged)
+      : o_(o), absolute_not_judged_(std::move(absolute_not_judged)) {}
   void operator()(CompareItem& item, const std::vector<double>& before,
                   const std::vector<double>& after) {
     const std::vector<double> b = log_of(before), a = log_of(after);
     item.n_before = b.size();
     item.n_after = a.size();
-    item.not_judged_why = "too few samples for the test to reach alpha";
-    if (b.size() < 2 || a.size() < 2) return;  // kNotJudged
     // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for
     // it to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
     const double n = static_cast<double>(b.size()), m = static_cast<double>(a.size());
-    if (std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
-        std::log(o_.alpha)) {
+    if (b.size() < 2 || a.size() < 2 ||
+        std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
+            std::log(o_.alpha)) {
+      item.not_judged_why = "too few samples for the test to reach alpha";
+      return;
+    }
+    if (item.unit != kRelativeUnit && !absolute_not_judged_.empty()) {
+      item.not_judged_why = absolute_not_judged_;
       return;
     }
     item.before_us = std::exp(median(b));
@@ -115,11 +122,12 @@ class Judge {
     item.lo = std::exp(s.lo);
     item.hi = std::exp(s.hi);
     item.result = CompareItem::Result::kSame;
-    item.not_judged_why.clear();
+    item.not_judged_why.clear();  // a per-node copy of a not judged item
   }
 
  private:
   const CompareOptions& o_;
+  const std::string absolute_not_judged_;
   UNullCounts counts_;
 };
 
@@ -201,21 +209,6 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, Judge& judge, Com
   }
 }
 
-// Per iteration, the median over the ranks present (NaN when none).
-std::vector<double> median_per_iteration(const std::vector<double>& t,
-                                         const std::vector<std::uint64_t>& d) {
-  std::vector<double> out;
-  for (std::uint64_t i = 0; i < d[0]; ++i) {
-    std::vector<double> row;
-    for (std::uint64_t r = 0; r < d[1]; ++r) {
-      const double v = t[i * d[1] + r];
-      if (std::isfinite(v)) row.push_back(v);
-    }
-    out.push_back(row.empty() ? std::nan("") : median(row));
-  }
-  return out;
-}
-
 // Rank r's times [iters], divided by each iteration's median over the ranks when `relative`.
 std::vector<double> rank_column(const std::vector<double>& t, const std::vector<std::uint64_t>& d,
                                 int r, const std::vector<double>* per_iteration) {
@@ -245,22 +238,22 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison
   for (const std::string& shape : sb) {
     const std::string path = g + "/" + shape;
     if (!fb.has(path, schema::gemm::kTimeUs)) continue;
-    const std::string eb = engine(fb, path);
-    if (std::find(sa.begin(), sa.end(), shape) == sa.end() ||
-        !fa.has(path, schema::gemm::kTimeUs) || engine(fa, path) != eb) {
-      c.only_in_before.push_back("gemm " + shape + (eb.empty() ? "" : " (" + eb + ")"));
-      if (std::find(sa.begin(), sa.end(), shape) != sa.end() &&
-          fa.has(path, schema::gemm::kTimeUs)) {
-        const std::string ea = engine(fa, path);
-        c.only_in_after.push_back("gemm " + shape + (ea.empty() ? "" : " (" + ea + ")"));
-      }
+    const bool in_after =
+        std::find(sa.begin(), sa.end(), shape) != sa.end() && fa.has(path, schema::gemm::kTimeUs);
+    const std::string eb = engine(fb, path), ea = in_after ? engine(fa, path) : "";
+    if (!in_after || ea != eb) {
+      auto name = [&](const std::string& e) {
+        return "gemm " + shape + (e.empty() ? "" : " (" + e + ")");
+      };
+      c.only_in_before.push_back(name(eb));
+      if (in_after) c.only_in_after.push_back(name(ea));
       continue;
     }
     std::vector<std::uint64_t> db, da;
     const std::vector<double> tb = fb.read(path, schema::gemm::kTimeUs, &db);
     const std::vector<double> ta = fa.read(path, schema::gemm::kTimeUs, &da);
     if (db.size() != 2 || da.size() != 2) continue;
-    const std::vector<double> mb = median_per_iteration(tb, db), ma = median_per_iteration(ta, da);
+    const std::vector<double> mb = row_medians(tb, db[1]), ma = row_medians(ta, da[1]);
     CompareItem run;
     run.phase = "gemm";
     run.what = shape;
@@ -277,7 +270,7 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison
                    std::to_string(k.node) + ")";
       item.label = shape;
       item.group = item.where + ": gemm against its run's other ranks";
-      item.unit = "x median";
+      item.unit = kRelativeUnit;
       judge(item, rank_column(tb, db, rb, &mb), rank_column(ta, da, other->second, &ma));
       c.items.push_back(item);
     }
@@ -291,8 +284,7 @@ void compare_gemm(const RunFile& fb, const RunFile& fa, Judge& judge, Comparison
 
 // Per step (row) of [steps, world]: the median over the ranks present, or the largest.
 std::vector<double> per_step(const std::vector<double>& t, std::size_t world, bool largest) {
-  if (largest) return iteration_durations(t, world);
-  return median_per_iteration(t, {world == 0 ? 0 : t.size() / world, world});
+  return largest ? iteration_durations(t, world) : row_medians(t, world);
 }
 
 // train: per component the run's value per measured step; per rank its compute (forward +
@@ -340,7 +332,7 @@ void compare_train(const RunFile& fb, const RunFile& fa, Judge& judge, Compariso
   };
   const auto [cb, db] = compute(fb, wb);
   const auto [ca, da] = compute(fa, wa);
-  const std::vector<double> mb = median_per_iteration(cb, db), ma = median_per_iteration(ca, da);
+  const std::vector<double> mb = row_medians(cb, db[1]), ma = row_medians(ca, da[1]);
   const std::map<RankKey, int> kb = rank_keys(fb.ranks()), ka = rank_keys(fa.ranks());
   for (const auto& [k, rb] : kb) {
     const auto other = ka.find(k);
@@ -348,7 +340,7 @@ void compare_train(const RunFile& fb, const RunFile& fa, Judge& judge, Compariso
     CompareItem item;
     item.phase = "train";
     item.what = "compute (forward + backward)";
-    item.unit = "x median";
+    item.unit = kRelativeUnit;
     item.where = "rank " + std::to_string(other->second) + " (host " + k.host + ", node " +
                  std::to_string(k.node) + ")";
     item.label = "train compute";
@@ -488,7 +480,18 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   for (const std::string& d : config_differences(mb.config_yaml, ma.config_yaml)) {
     c.warnings.push_back("config " + d);
   }
-  Judge judge(o);
+  // A sanitizer build's times are several times slower and move between runs (the verdict does
+  // not hold them to a platform's numbers either): only ranks against their run's others count.
+  std::string sanitized;
+  for (const RunFacts* f : {&facts, &after_facts}) {
+    if (f->sanitizers.empty()) continue;
+    c.warnings.push_back((f == &facts ? c.before_path : c.after_path) +
+                         " was written by a sanitizer build (" + f->sanitizers +
+                         "): absolute times are not judged, only ranks against their run's "
+                         "other ranks");
+    sanitized = "absolute time of a sanitizer build";
+  }
+  Judge judge(o, sanitized);
   compare_collectives(before, after, judge, c);
   compare_gemm(before, after, judge, c);
   compare_train(before, after, judge, c);
@@ -500,18 +503,6 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
     throw UsageError("compare: " + c.before_path + " and " + c.after_path +
                      " have no measurement in common (collectives sizes, GEMM shapes, train "
                      "steps or checkpoint layout)");
-  }
-  for (const RunFacts* f : {&facts, &after_facts}) {
-    if (f->sanitizers.empty()) continue;
-    c.warnings.push_back((f == &facts ? c.before_path : c.after_path) +
-                         " was written by a sanitizer build (" + f->sanitizers +
-                         "): absolute times are not judged, only ranks against their run's "
-                         "other ranks");
-    for (CompareItem& i : c.items) {
-      if (i.unit == "x median" || i.result == CompareItem::Result::kNotJudged) continue;
-      i.result = CompareItem::Result::kNotJudged;
-      i.not_judged_why = "absolute time of a sanitizer build";
-    }
   }
   for (const CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) {
@@ -592,13 +583,8 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
     std::stable_sort(list->begin(), list->end(),
                      [](const auto& x, const auto& y) { return x.first > y.first; });
     for (auto& [w, g] : *list) {
-      if (g.result == CompareGroup::Result::kSlower) {
-        ++c.slower_groups;
-        c.regressions.push_back(g.line);
-      } else if (g.result == CompareGroup::Result::kFaster) {
-        ++c.faster_groups;
-        c.improvements.push_back(g.line);
-      }
+      c.slower_groups += g.result == CompareGroup::Result::kSlower;
+      c.faster_groups += g.result == CompareGroup::Result::kFaster;
       c.groups.push_back(std::move(g));
     }
   }
@@ -610,15 +596,18 @@ std::string format_comparison(const Comparison& c, bool detail) {
   os << "shakedown compare\n  before: " << c.before_path << "\n  after:  " << c.after_path << '\n';
   for (const std::string& w : c.warnings) os << "  ! " << w << '\n';
   os << '\n';
-  if (!c.regressions.empty()) {
-    os << "slower (beyond noise)\n";
-    for (const std::string& l : c.regressions) os << "  " << l << '\n';
-    os << '\n';
-  }
-  if (!c.improvements.empty()) {
-    os << "faster (beyond noise)\n";
-    for (const std::string& l : c.improvements) os << "  " << l << '\n';
-    os << '\n';
+  // c.groups holds the slower places first (worst first), then the faster ones.
+  for (const auto& [result, title] :
+       {std::pair{CompareGroup::Result::kSlower, "slower (beyond noise)"},
+        std::pair{CompareGroup::Result::kFaster, "faster (beyond noise)"}}) {
+    bool any = false;
+    for (const CompareGroup& g : c.groups) {
+      if (g.result != result) continue;
+      if (!any) os << title << '\n';
+      any = true;
+      os << "  " << g.line << '\n';
+    }
+    if (any) os << '\n';
   }
   if (detail) {
     os << "items (ratio after/before with its " << fixed_text(100 * (1 - c.alpha), 0)

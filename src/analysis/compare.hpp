@@ -37,6 +37,9 @@ struct CompareOptions {
   double min_effect_per_rank = -1;
 };
 
+// The unit of an item that is a rank's time over its own run's median rank's.
+inline constexpr const char* kRelativeUnit = "x median";
+
 struct CompareItem {
   std::string phase;  // collectives | gemm | train | checkpoint
   std::string what;   // "world all_reduce float32_sum out_of_place", "256x768x256"
@@ -45,7 +48,7 @@ struct CompareItem {
   std::string group;  // the aggregation key: "node 1 (host vm): gemm", "world all_reduce ..."
   std::string label;  // how its group's line lists it ("64x128x128 rank 2"); "": size or what
   std::size_t n_before = 0, n_after = 0;
-  std::string unit = "us";  // "us", "ms", "s", or "x median" (a rank against its run's median)
+  std::string unit = "us";  // "us", "ms", "s", or kRelativeUnit (a rank against its run's median)
   double before_us = 0, after_us = 0;  // medians, in `unit`
   double ratio = 1, lo = 1, hi = 1;    // after / before, with its interval
   double p = 1;                        // two-sided, uncorrected
@@ -79,8 +82,6 @@ struct Comparison {
   double alpha = 0.05, min_effect = 0.05, alpha_per_item = 0.05;
   // Every group with a judged item: slower ones first (worst first), then faster, then the rest.
   std::vector<CompareGroup> groups;
-  // One line per group with regressions (improvements), worst first.
-  std::vector<std::string> regressions, improvements;
   int exit_code() const { return slower_groups > 0 ? 1 : 0; }
 };
 

@@ -11,6 +11,7 @@
 #include "core/dynamic_library.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
+#include "core/strings.hpp"
 #include "topology/discovery.hpp"
 
 namespace shakedown {
@@ -112,8 +113,7 @@ std::string encode(int code, bool ok, const std::string& text, const std::string
 
 }  // namespace
 
-std::string read_in_child(const std::function<ChildAnswer()>& read, const std::string& files,
-                          int* code) {
+ChildAnswer read_in_child(const std::function<ChildAnswer()>& read, const std::string& files) {
   const ChildProbe probe = probe_in_child(
       [&] {
         try {
@@ -138,11 +138,41 @@ std::string read_in_child(const std::function<ChildAnswer()>& read, const std::s
   if (newline == std::string::npos || nul == std::string::npos || newline < 2) {
     throw InternalError("the reading process gave no answer for " + files);
   }
-  *code = std::stoi(answer.substr(0, newline));
-  const bool ok = answer.compare(newline - 2, 2, "ok") == 0;
-  std::string text = answer.substr(newline + 1, nul - newline - 1);
-  if (!ok) throw Error(static_cast<ExitCode>(*code), text, answer.substr(nul + 1));
-  return text;
+  ChildAnswer out{std::stoi(answer.substr(0, newline)),
+                  answer.substr(newline + 1, nul - newline - 1)};
+  if (answer.compare(newline - 2, 2, "ok") != 0) {
+    throw Error(static_cast<ExitCode>(out.code), out.text, answer.substr(nul + 1));
+  }
+  return out;
+}
+
+RunFile open_run_file(const std::string& path, const std::string& what) {
+  try {
+    return RunFile::open(path);
+  } catch (const Error& e) {
+    throw UsageError(what + ": cannot read " + path + ": " + e.what());
+  }
+}
+
+ReportFormat format_option(const std::string& name, const std::string& option,
+                           const std::string& extra) {
+  const auto format = parse_format(name);
+  if (!format) {
+    throw UsageError(option + ": unknown format \"" + name + "\" (known: " +
+                     join(format_names(), ", ") + (extra.empty() ? "" : ", " + extra) + ")");
+  }
+  return *format;
+}
+
+void refuse_to_overwrite(const std::filesystem::path& out, const std::vector<std::string>& inputs,
+                         const std::string& what) {
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (!out.empty() && !input.empty() && std::filesystem::equivalent(out, input, ec)) {
+      throw UsageError("-o " + out.string() + " is the run file itself (" + input +
+                       "); name another file for the " + what);
+    }
+  }
 }
 
 void report_error(const std::exception& e) {

@@ -1,10 +1,13 @@
 #pragma once
+// Pieces shared by the subcommands: the MPI ones (run, topo) and the file readers (summary,
+// compare, report).
+#include <filesystem>
 #include <functional>
-// Pieces shared by the MPI subcommands (run, topo).
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "analysis/reporters/formats.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "record/recorder.hpp"
@@ -87,13 +90,26 @@ struct ChildAnswer {
   std::string text;
 };
 // Runs `read` (which opens run files and formats what it found) in a child process and returns
-// its text, with its exit code in *code. A damaged file (truncated, overwritten, corrupted in
-// transfer) can crash HDF5 1.10 itself while it reads (found by fuzzing mutated run files: a
-// corrupt string heap makes it copy past its buffers) or make it loop forever: either becomes a
-// UsageError naming `files` (a hang after 5 minutes: large files read in seconds). An Error
-// thrown by `read` is rethrown here with its code, message and detail.
-std::string read_in_child(const std::function<ChildAnswer()>& read, const std::string& files,
-                          int* code);
+// its answer. A damaged file (truncated, overwritten, corrupted in transfer) can crash HDF5 1.10
+// itself while it reads (found by fuzzing mutated run files: a corrupt string heap makes it copy
+// past its buffers) or make it loop forever: either becomes a UsageError naming `files` (a hang
+// after 5 minutes: large files read in seconds). An Error thrown by `read` is rethrown here with
+// its code, message and detail.
+ChildAnswer read_in_child(const std::function<ChildAnswer()>& read, const std::string& files);
+
+// The run file at `path`, or a UsageError "<what>: cannot read <path>: <why>" ("compare",
+// "--baseline").
+RunFile open_run_file(const std::string& path, const std::string& what);
+
+// The report format `name` given to `option` ("--format", "--report"); a UsageError listing the
+// known formats and `extra` (what else the option takes) otherwise.
+ReportFormat format_option(const std::string& name, const std::string& option,
+                           const std::string& extra = "");
+
+// UsageError when `out` (an -o FILE) is one of the run files `inputs` (empty ones are skipped):
+// a report must never replace the measurements it is made from.
+void refuse_to_overwrite(const std::filesystem::path& out, const std::vector<std::string>& inputs,
+                         const std::string& what);
 
 // This rank's place and hardware, as discovery sees it from the Context's layout.
 RankInfo discover_this_rank(const Context& ctx);

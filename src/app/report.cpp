@@ -19,42 +19,27 @@ int report_command(const ReportOptions& options) {
     out = options.path;
     out.replace_extension(".html");
   }
-  for (const std::string* input : {&options.path, &options.baseline}) {
-    std::error_code same_ec;
-    if (!input->empty() && std::filesystem::equivalent(out, *input, same_ec)) {
-      throw UsageError("-o " + out.string() + " is a run file; name another file for the " +
-                       "HTML report");
-    }
-  }
-  int code = 0;
-  const std::string files =
-      "'" + options.path + "'" + (options.baseline.empty() ? "" : " or '" + options.baseline + "'");
-  const std::string html = read_in_child(
+  refuse_to_overwrite(out, {options.path, options.baseline}, "HTML report");
+  const ChildAnswer answer = read_in_child(
       [&] {
         const RunFile file = RunFile::open(options.path);
         const RunAnalysis analysis = analyze_stored(file);
-        int answer = static_cast<int>(analysis.verdict.code);
-        if (options.baseline.empty())
-          return ChildAnswer{answer, format_html(file, analysis, nullptr)};
-        RunFile before = [&] {
-          try {
-            return RunFile::open(options.baseline);
-          } catch (const Error& e) {
-            throw UsageError("--baseline: cannot read " + options.baseline + ": " + e.what());
-          }
-        }();
+        const int verdict = static_cast<int>(analysis.verdict.code);
+        if (options.baseline.empty()) {
+          return ChildAnswer{verdict, format_html(file, analysis, nullptr)};
+        }
         CompareOptions o;
         o.alpha = options.alpha;
         o.min_effect = options.min_effect;
-        const Comparison c = compare_runs(before, file, o);
-        answer = std::max(answer, c.exit_code());
-        return ChildAnswer{answer, format_html(file, analysis, &c)};
+        const Comparison c = compare_runs(open_run_file(options.baseline, "--baseline"), file, o);
+        return ChildAnswer{std::max(verdict, c.exit_code()), format_html(file, analysis, &c)};
       },
-      files, &code);
-  write_report_file(out.string(), html);
+      "'" + options.path + "'" +
+          (options.baseline.empty() ? "" : " or '" + options.baseline + "'"));
+  write_report_file(out.string(), answer.text);
   std::cerr << "shakedown: wrote the HTML report " << out.string() << " ("
-            << (html.size() + 1023) / 1024 << " KiB)\n";
-  return code;
+            << (answer.text.size() + 1023) / 1024 << " KiB)\n";
+  return answer.code;
 }
 
 }  // namespace shakedown

@@ -208,13 +208,9 @@ Reports parse_reports(const std::vector<std::string>& names) {
       out.html = true;
       continue;
     }
-    const auto f = parse_format(name);
-    if (!f) {
-      throw UsageError("--report: unknown format \"" + name +
-                       "\" (known: " + join(format_names(), ", ") + ", html)");
-    }
-    if (std::find(out.formats.begin(), out.formats.end(), *f) == out.formats.end()) {
-      out.formats.push_back(*f);
+    const ReportFormat f = format_option(name, "--report", "html");
+    if (std::find(out.formats.begin(), out.formats.end(), f) == out.formats.end()) {
+      out.formats.push_back(f);
     }
   }
   return out;
@@ -230,13 +226,7 @@ void check_baseline(const Context& ctx, const std::string& baseline,
       throw UsageError("--baseline " + baseline + " is the run file this run would write; " +
                        "name another --out");
     }
-    try {
-      const RunFile before = RunFile::open(baseline);
-      (void)before.meta();
-    } catch (const Error& e) {
-      throw UsageError("--baseline: cannot read " + baseline + ": " + e.what() +
-                       " (name a run file an earlier `shakedown run` wrote)");
-    }
+    (void)open_run_file(baseline, "--baseline").meta();
   });
 }
 

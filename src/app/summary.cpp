@@ -8,37 +8,26 @@
 #include "app/app.hpp"
 #include "app/common.hpp"
 #include "core/error.hpp"
-#include "core/strings.hpp"
 
 namespace shakedown {
 
 int summary_command(const SummaryOptions& options) {
-  const std::string& path = options.path;
-  std::error_code same_ec;
-  if (!options.out.empty() && std::filesystem::equivalent(options.out, path, same_ec)) {
-    throw UsageError("-o " + options.out + " is the run file itself; name another file for the " +
-                     options.format + " report");
-  }
-  int code = 0;
-  const auto format = parse_format(options.format);
-  if (!format) {
-    throw UsageError("--format: unknown format \"" + options.format +
-                     "\" (known: " + join(format_names(), ", ") + ")");
-  }
-  const std::string text = read_in_child(
+  refuse_to_overwrite(options.out, {options.path}, options.format + " report");
+  const ReportFormat format = format_option(options.format, "--format");
+  const ChildAnswer answer = read_in_child(
       [&] {
         const RunFile file = RunFile::open(options.path);
         const RunAnalysis analysis = options.recompute ? analyze(file) : analyze_stored(file);
         return ChildAnswer{static_cast<int>(analysis.verdict.code),
-                           format_report(*format, file, analysis, options.detail)};
+                           format_report(format, file, analysis, options.detail)};
       },
-      "'" + path + "'", &code);
+      "'" + options.path + "'");
   if (options.out.empty()) {
-    std::cout << text << std::flush;
+    std::cout << answer.text << std::flush;
   } else {
-    write_report_file(options.out, text);
+    write_report_file(options.out, answer.text);
   }
-  return code;
+  return answer.code;
 }
 
 }  // namespace shakedown

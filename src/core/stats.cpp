@@ -75,4 +75,25 @@ std::vector<double> iteration_durations(std::span<const double> rows, std::size_
   return out;
 }
 
+std::vector<double> row_medians(std::span<const double> rows, std::size_t world) {
+  std::vector<double> out;
+  if (world == 0) return out;
+  for (std::size_t i = 0; i + world <= rows.size(); i += world) {
+    out.push_back(median(rows.subspan(i, world)));
+  }
+  return out;
+}
+
+std::vector<double> column_medians(std::span<const double> rows, std::size_t world) {
+  std::vector<double> out;
+  if (world == 0) return out;
+  const std::size_t iters = rows.size() / world;
+  std::vector<double> column(iters);
+  for (std::size_t r = 0; r < world; ++r) {
+    for (std::size_t i = 0; i < iters; ++i) column[i] = rows[i * world + r];
+    out.push_back(median(column));
+  }
+  return out;
+}
+
 }  // namespace shakedown

@@ -23,4 +23,10 @@ double mad(std::span<const double> values);
 std::vector<double> iteration_durations(std::span<const double> rows, std::size_t world,
                                         std::span<const std::size_t> columns = {});
 
+// The same samples [iters, world]: per iteration the median over the ranks (the median rank's
+// time), and per rank the median over its iterations. NaN entries are ignored; a row or column
+// with none gives NaN.
+std::vector<double> row_medians(std::span<const double> rows, std::size_t world);
+std::vector<double> column_medians(std::span<const double> rows, std::size_t world);
+
 }  // namespace shakedown

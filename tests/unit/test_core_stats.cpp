@@ -60,3 +60,21 @@ TEST(Stats, IterationDurationsTakeTheSlowestRankOfEachIteration) {
   EXPECT_EQ(some[1], 3);
   EXPECT_TRUE(shakedown::iteration_durations(rows, 0).empty());
 }
+
+TEST(Stats, RowAndColumnMediansIgnoreMissingSamples) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // [3 iterations, 3 ranks]
+  const std::vector<double> rows = {1, 5, 2, nan, 3, 4, nan, nan, nan};
+  const auto per_iteration = shakedown::row_medians(rows, 3);
+  ASSERT_EQ(per_iteration.size(), 3u);
+  EXPECT_EQ(per_iteration[0], 2);
+  EXPECT_EQ(per_iteration[1], 3.5);
+  EXPECT_TRUE(std::isnan(per_iteration[2]));
+  const auto per_rank = shakedown::column_medians(rows, 3);
+  ASSERT_EQ(per_rank.size(), 3u);
+  EXPECT_EQ(per_rank[0], 1);
+  EXPECT_EQ(per_rank[1], 4);
+  EXPECT_EQ(per_rank[2], 3);
+  EXPECT_TRUE(shakedown::row_medians(rows, 0).empty());
+  EXPECT_TRUE(shakedown::column_medians(rows, 0).empty());
+}

@@ -6,7 +6,9 @@
 // rank), and groups of nodes beyond that, so a 1,024-rank run stays a few MB.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -28,10 +30,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-std::string esc(std::string_view s) {
-  return markup_escape(s);
-}
-
 const char* color(std::size_t i) {
   return kPalette[i % std::size(kPalette)];
 }
@@ -49,14 +47,14 @@ Json num(double v) {
 struct Rows {
   std::vector<std::string> labels;
   std::vector<int> of_rank;  // by rank, -1: unknown
-  std::string what;          // "rank", "node", "nodes"
+  enum class Kind { kRank, kNode, kNodeGroup } kind = Kind::kRank;
+  const char* per() const { return kind == Kind::kRank ? "rank" : "node"; }  // "GB/s per ..."
 };
 
 Rows chart_rows(const RunFacts& f, std::size_t world) {
   Rows r;
   r.of_rank.assign(world, -1);
   if (world <= kMaxRows || f.ranks.size() != world) {
-    r.what = "rank";
     for (std::size_t i = 0; i < world; ++i) {
       r.labels.push_back("rank " + std::to_string(i));
       r.of_rank[i] = static_cast<int>(i);
@@ -66,7 +64,7 @@ Rows chart_rows(const RunFacts& f, std::size_t world) {
   int nodes = 0;
   for (const RankInfo& ri : f.ranks) nodes = std::max(nodes, ri.node_index + 1);
   const int per = static_cast<int>((static_cast<std::size_t>(nodes) + kMaxRows - 1) / kMaxRows);
-  r.what = per == 1 ? "node" : "nodes";
+  r.kind = per == 1 ? Rows::Kind::kNode : Rows::Kind::kNodeGroup;
   for (int first = 0; first < nodes; first += per) {
     const int last = std::min(nodes, first + per) - 1;
     r.labels.push_back(per == 1
@@ -95,8 +93,9 @@ std::vector<double> per_row(const Rows& rows, const std::vector<double>& by_rank
 }
 
 std::string rows_note(const Rows& rows) {
-  if (rows.what == "rank") return "one row per rank";
-  return std::string("one row per ") + (rows.what == "node" ? "node" : "group of nodes") +
+  if (rows.kind == Rows::Kind::kRank) return "one row per rank";
+  return std::string("one row per ") +
+         (rows.kind == Rows::Kind::kNode ? "node" : "group of nodes") +
          ", showing its worst rank (more ranks than the chart has rows for)";
 }
 
@@ -197,11 +196,12 @@ Json heatmap_spec(const std::vector<std::vector<double>>& cells, const Json& col
 void verdict_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   const Verdict& v = a.verdict;
   const std::string status = verdict_status(v);
-  p.html << "<header class=\"verdict " << esc(status) << "\"><h1>" << esc(v.headline)
-         << "</h1>\n<p>" << esc(v.tested) << "</p>\n<p class=\"counts\">checks: " << v.passed
-         << " passed, " << v.warned << " warned, " << v.failed << " failed, " << v.skipped
-         << " skipped &middot; exit code " << static_cast<int>(v.code) << " &middot; "
-         << esc(file.path().filename().string()) << "</p></header>\n";
+  p.html << "<header class=\"verdict " << markup_escape(status) << "\"><h1>"
+         << markup_escape(v.headline) << "</h1>\n<p>" << markup_escape(v.tested)
+         << "</p>\n<p class=\"counts\">checks: " << v.passed << " passed, " << v.warned
+         << " warned, " << v.failed << " failed, " << v.skipped << " skipped &middot; exit code "
+         << static_cast<int>(v.code) << " &middot; "
+         << markup_escape(file.path().filename().string()) << "</p></header>\n";
   p.html << "<p id=\"report-errors\" class=\"errors\" hidden></p>\n";
 }
 
@@ -213,10 +213,13 @@ void checks_section(Page& p, const RunAnalysis& a) {
     for (const Finding* f : g.findings) {
       const std::string unit = f->unit.empty() ? "" : " " + f->unit;
       p.html << "<tr class=\"" << to_string(f->status) << "\"><td>" << to_string(f->status)
-             << "</td><td>" << esc(f->check) << "</td><td>" << esc(f->subject) << "</td><td>"
-             << (std::isnan(f->value) ? "" : esc(general_text(f->value, 4) + unit)) << "</td><td>"
-             << (std::isnan(f->expected) ? "" : esc(general_text(f->expected, 4) + unit))
-             << "</td><td>" << esc(f->evidence) << "</td><td>" << esc(f->message) << "</td></tr>\n";
+             << "</td><td>" << markup_escape(f->check) << "</td><td>" << markup_escape(f->subject)
+             << "</td><td>"
+             << (std::isnan(f->value) ? "" : markup_escape(general_text(f->value, 4) + unit))
+             << "</td><td>"
+             << (std::isnan(f->expected) ? "" : markup_escape(general_text(f->expected, 4) + unit))
+             << "</td><td>" << markup_escape(f->evidence) << "</td><td>"
+             << markup_escape(f->message) << "</td></tr>\n";
     }
   }
   p.html << "</tbody></table>\n";
@@ -228,8 +231,9 @@ void checks_section(Page& p, const RunAnalysis& a) {
     p.html << "<table><thead><tr><th>host</th><th>reason</th><th>command (not run)</th></tr>"
               "</thead><tbody>\n";
     for (const DrainEntry& d : drain) {
-      p.html << "<tr class=\"fail\"><td>" << esc(d.host) << "</td><td>" << esc(d.reason)
-             << "</td><td><code>" << esc(scontrol_drain(d)) << "</code></td></tr>\n";
+      p.html << "<tr class=\"fail\"><td>" << markup_escape(d.host) << "</td><td>"
+             << markup_escape(d.reason) << "</td><td><code>" << markup_escape(scontrol_drain(d))
+             << "</code></td></tr>\n";
     }
     p.html << "</tbody></table>\n";
   }
@@ -246,8 +250,9 @@ void compare_section(Page& p, const Comparison& c) {
          << " not judged (too few samples, or a sanitizer build's absolute times); minimum effect "
          << general_text(c.min_effect * 100, 3) << "% (ranks and nodes against their peers: "
          << general_text(std::max(c.min_effect, c.min_effect_per_rank) * 100, 3) << "%). "
-         << "Baseline: " << esc(c.before_path) << "</p>\n";
-  for (const std::string& w : c.warnings) p.html << "<p class=\"warn\">" << esc(w) << "</p>\n";
+         << "Baseline: " << markup_escape(c.before_path) << "</p>\n";
+  for (const std::string& w : c.warnings)
+    p.html << "<p class=\"warn\">" << markup_escape(w) << "</p>\n";
   if (!c.only_in_before.empty() || !c.only_in_after.empty()) {
     p.html << "<p>Only in the baseline: " << c.only_in_before.size()
            << "; only in this run: " << c.only_in_after.size() << ".</p>\n";
@@ -261,10 +266,11 @@ void compare_section(Page& p, const Comparison& c) {
       continue;
     }
     const char* cls = g.result == CompareGroup::Result::kSlower ? "fail" : "pass";
-    p.html << "<tr class=\"" << cls << "\"><td>" << esc(g.name) << "</td><td>" << esc(g.phase)
-           << "</td><td>" << result_name(g.result) << "</td><td>" << fixed_text(g.ratio, 3)
-           << "</td><td>" << general_text(g.p, 2) << "</td><td>" << g.slower + g.faster << " / "
-           << g.judged << "</td><td>" << esc(join(g.changed, ", ")) << "</td></tr>\n";
+    p.html << "<tr class=\"" << cls << "\"><td>" << markup_escape(g.name) << "</td><td>"
+           << markup_escape(g.phase) << "</td><td>" << result_name(g.result) << "</td><td>"
+           << fixed_text(g.ratio, 3) << "</td><td>" << general_text(g.p, 2) << "</td><td>"
+           << g.slower + g.faster << " / " << g.judged << "</td><td>"
+           << markup_escape(join(g.changed, ", ")) << "</td></tr>\n";
   }
   p.html << "<tr><td colspan=\"7\">" << unchanged << " place(s) unchanged</td></tr>\n"
          << "</tbody></table>\n";
@@ -348,7 +354,8 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     return scope_order(x) != scope_order(y) ? scope_order(x) < scope_order(y) : x < y;
   });
   for (const auto& [scope, why] : d.skipped_scopes) {
-    p.html << "<p class=\"note\">" << esc(scope) << ": not run (" << esc(why) << ")</p>\n";
+    p.html << "<p class=\"note\">" << markup_escape(scope) << ": not run (" << markup_escape(why)
+           << ")</p>\n";
   }
   for (const std::string& scope : scopes) {
     Json datasets = Json::array();
@@ -393,7 +400,7 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
            {"showLine", true},
            {"pointRadius", 0}});
     }
-    p.html << "<h3>" << esc(scope) << ": bus bandwidth against message size</h3>\n";
+    p.html << "<h3>" << markup_escape(scope) << ": bus bandwidth against message size</h3>\n";
     p.chart({{"type", "scatter"},
              {"data", {{"datasets", std::move(datasets)}}},
              {"options",
@@ -436,35 +443,27 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   std::vector<std::vector<double>> late_cells = time_cells;
   double late_max = 0;
   Json cols = Json::array();
-  std::vector<double> per_rank(world), column(iters);
+  const std::size_t slice = iters * world;  // one size's samples [iters, world]
   for (std::size_t s = 0; s < nsizes; ++s) {
     cols.push_back(format_size(head->sizes[s]));
-    const double* base = t.data() + s * iters * world;
-    for (std::size_t r = 0; r < world; ++r) {
-      for (std::size_t i = 0; i < iters; ++i) column[i] = base[i * world + r];
-      per_rank[r] = median(column);
-    }
+    const std::vector<double> per_rank =
+        column_medians(std::span(t).subspan(s * slice, slice), world);
     const double mid = median(per_rank);
     std::vector<double> ratio(world);
     for (std::size_t r = 0; r < world; ++r) ratio[r] = mid > 0 ? per_rank[r] / mid : kNaN;
     const std::vector<double> rowv = per_row(rows, ratio, true);
     for (std::size_t y = 0; y < rowv.size(); ++y) time_cells[y][s] = rowv[y];
     if (arr.empty()) continue;
-    const double* ab = arr.data() + s * iters * world;
-    std::vector<double> late(world, kNaN);
-    std::vector<std::vector<double>> by_rank(world);
+    // Lateness: each arrival after its iteration's first, then per rank the median.
+    std::vector<double> late(arr.begin() + static_cast<std::ptrdiff_t>(s * slice),
+                             arr.begin() + static_cast<std::ptrdiff_t>((s + 1) * slice));
     for (std::size_t i = 0; i < iters; ++i) {
-      double first = kNaN;
-      for (std::size_t r = 0; r < world; ++r) {
-        const double v = ab[i * world + r];
-        if (!std::isnan(v) && (std::isnan(first) || v < first)) first = v;
-      }
-      for (std::size_t r = 0; r < world; ++r) {
-        if (!std::isnan(ab[i * world + r])) by_rank[r].push_back(ab[i * world + r] - first);
-      }
+      const auto row = std::span(late).subspan(i * world, world);
+      double first = std::numeric_limits<double>::infinity();
+      for (double v : row) first = v < first ? v : first;  // NaN never is
+      for (double& v : row) v -= first;
     }
-    for (std::size_t r = 0; r < world; ++r) late[r] = median(by_rank[r]);
-    const std::vector<double> lv = per_row(rows, late, true);
+    const std::vector<double> lv = per_row(rows, column_medians(late, world), true);
     for (std::size_t y = 0; y < lv.size(); ++y) {
       late_cells[y][s] = lv[y];
       if (!std::isnan(lv[y])) late_max = std::max(late_max, lv[y]);
@@ -472,14 +471,14 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   }
   const std::string name = head->scope + " " + head->op + " " + head->leaf + " " + head->mode;
   const int height = 80 + std::max<int>(200, 6 * static_cast<int>(rows.labels.size()));
-  p.html << "<h3>" << esc(name) << ": each rank's time against the median rank</h3>\n"
+  p.html << "<h3>" << markup_escape(name) << ": each rank's time against the median rank</h3>\n"
          << "<p class=\"note\">Median over iterations of the rank's own time, divided by the "
             "median rank's, per size; grey: at the median, dark red: 2x or more; "
          << rows_note(rows) << ".</p>\n";
   p.chart(heatmap_spec(time_cells, cols, 1.0, 2.0),
           {{"heatmap", {{"rows", rows.labels}, {"cols", cols}, {"unit", "x median"}}}}, height);
   if (!arr.empty()) {
-    p.html << "<h3>" << esc(name) << ": arrival lateness</h3>\n"
+    p.html << "<h3>" << markup_escape(name) << ": arrival lateness</h3>\n"
            << "<p class=\"note\">Median over iterations of how long after the iteration's first "
               "rank this one arrived (us; clocks aligned); dark red: "
            << fixed_text(late_max, 1) << " us, the latest; " << rows_note(rows) << ".</p>\n";
@@ -501,14 +500,16 @@ void gemm_section(Page& p, const RunAnalysis& a) {
   std::size_t world = 0;
   for (const GemmShapeRow& r : g.rows) {
     world = std::max(world, r.rank_tflops.size());
-    p.html << "<tr><td>" << esc(r.name) << "</td><td>" << esc(r.formats) << "</td>";
+    p.html << "<tr><td>" << markup_escape(r.name) << "</td><td>" << markup_escape(r.formats)
+           << "</td>";
     if (!r.measured) {
-      p.html << "<td colspan=\"5\">not measured: " << esc(r.skip_reason) << "</td></tr>\n";
+      p.html << "<td colspan=\"5\">not measured: " << markup_escape(r.skip_reason)
+             << "</td></tr>\n";
       continue;
     }
     p.html << "<td>" << fixed_text(r.min_tflops, 3) << "</td><td>" << fixed_text(r.median_tflops, 3)
-           << "</td><td>" << fixed_text(r.max_tflops, 3) << "</td><td>" << esc(r.slowest)
-           << "</td><td>" << esc(r.hashes) << "</td></tr>\n";
+           << "</td><td>" << fixed_text(r.max_tflops, 3) << "</td><td>" << markup_escape(r.slowest)
+           << "</td><td>" << markup_escape(r.hashes) << "</td></tr>\n";
   }
   p.html << "</tbody></table>\n";
   const Rows rows = chart_rows(a.facts, world);
@@ -535,9 +536,9 @@ void gemm_section(Page& p, const RunAnalysis& a) {
          {"pointRadius", 0}});
   }
   if (!datasets.empty()) {
-    p.html << "<h3>TFLOP/s per " << (rows.what == "rank" ? "rank" : "node") << " and shape ("
-           << esc(g.engine) << ")</h3>\n<p class=\"note\">Each rank's median iteration; "
-           << rows_note(rows) << " (its slowest).</p>\n";
+    p.html << "<h3>TFLOP/s per " << rows.per() << " and shape (" << markup_escape(g.engine)
+           << ")</h3>\n<p class=\"note\">Each rank's median iteration; " << rows_note(rows)
+           << " (its slowest).</p>\n";
     p.chart({{"type", "line"},
              {"data", {{"labels", rows.labels}, {"datasets", std::move(datasets)}}},
              {"options",
@@ -546,20 +547,13 @@ void gemm_section(Page& p, const RunAnalysis& a) {
   p.html << "</section>\n";
 }
 
-// Per rank the median over the first dimension of a [n, world] dataset; empty when missing.
+// Per rank the median over the steps of a [steps, world] dataset; empty when missing.
 std::vector<double> rank_medians(const RunFile& file, const std::string& group,
                                  const schema::Dataset<double>& d) {
   if (!file.has(group, d)) return {};
   std::vector<std::uint64_t> dims;
   const std::vector<double> v = file.read(group, d, &dims);
-  if (dims.size() != 2) return {};
-  const std::size_t n = dims[0], world = dims[1];
-  std::vector<double> out(world), column(n);
-  for (std::size_t r = 0; r < world; ++r) {
-    for (std::size_t i = 0; i < n; ++i) column[i] = v[i * world + r];
-    out[r] = median(column);
-  }
-  return out;
+  return dims.size() == 2 ? column_medians(v, dims[1]) : std::vector<double>{};
 }
 
 void train_section(Page& p, const RunFile& file, const RunAnalysis& a) {
@@ -570,7 +564,7 @@ void train_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     return;
   }
   const TrainSummary& s = t.summary;
-  p.html << "<p>" << esc(s.layout) << "; " << s.steps << " steps; step median "
+  p.html << "<p>" << markup_escape(s.layout) << "; " << s.steps << " steps; step median "
          << fixed_text(s.step_med_ms, 2) << " ms (p95 " << fixed_text(s.step_p95_ms, 2)
          << "); exposed DP communication " << fixed_text(s.dp_exposed_ms, 2)
          << " ms; overlap efficiency " << fixed_text(s.overlap_efficiency * 100, 0) << "%; "
@@ -618,9 +612,8 @@ void train_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     datasets.push_back(
         {{"label", parts[k].first}, {"data", std::move(v)}, {"backgroundColor", color(k)}});
   }
-  p.html << "<h3>Step breakdown per " << (rows.what == "rank" ? "rank" : "node")
-         << " (median ms)</h3>\n<p class=\"note\">" << rows_note(rows)
-         << " (the one with the longest step).</p>\n";
+  p.html << "<h3>Step breakdown per " << rows.per() << " (median ms)</h3>\n<p class=\"note\">"
+         << rows_note(rows) << " (the one with the longest step).</p>\n";
   p.chart({{"type", "bar"},
            {"data", {{"labels", rows.labels}, {"datasets", std::move(datasets)}}},
            {"options",
@@ -638,8 +631,9 @@ void checkpoint_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     return;
   }
   const CheckpointSummary& s = c.summary;
-  p.html << "<p>" << esc(s.api) << " " << esc(s.layout) << " on " << esc(s.fs_type) << " ("
-         << esc(s.dir) << "); " << esc(s.shards) << "; " << s.iters << " iteration(s); write "
+  p.html << "<p>" << markup_escape(s.api) << " " << markup_escape(s.layout) << " on "
+         << markup_escape(s.fs_type) << " (" << markup_escape(s.dir) << "); "
+         << markup_escape(s.shards) << "; " << s.iters << " iteration(s); write "
          << fixed_text(s.write_gbps, 2) << " GB/s, read " << fixed_text(s.read_gbps, 2)
          << " GB/s (aggregate, median); restore " << fixed_text(s.restore_s, 3) << " s</p>\n";
   namespace ck = schema::checkpoint;
@@ -659,25 +653,26 @@ void checkpoint_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     p.html << "</section>\n";
     return;
   }
-  const std::size_t iters = dims[0], world = dims[1];
-  std::vector<double> wgb(world, kNaN), rgb(world, kNaN), col(iters);
+  const std::size_t world = dims[1];
+  // Each rank's write (its open to its close) and restore, median over iterations.
+  std::vector<double> write_s(ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) write_s[i] = we[i] - ws[i];
+  const std::vector<double> write_med = column_medians(write_s, world),
+                            read_med = column_medians(rs, world);
+  std::vector<double> wgb(world, kNaN), rgb(world, kNaN);
   for (std::size_t r = 0; r < world && r < bytes.size(); ++r) {
-    for (std::size_t i = 0; i < iters; ++i) col[i] = we[i * world + r] - ws[i * world + r];
-    const double w = median(col);
-    if (w > 0) wgb[r] = static_cast<double>(bytes[r]) / w / 1e9;
-    for (std::size_t i = 0; i < iters; ++i) col[i] = rs[i * world + r];
-    const double rd = median(col);
+    if (write_med[r] > 0) wgb[r] = static_cast<double>(bytes[r]) / write_med[r] / 1e9;
     const std::size_t of = r < reads_of.size() && reads_of[r] >= 0 &&
                                    static_cast<std::size_t>(reads_of[r]) < bytes.size()
                                ? static_cast<std::size_t>(reads_of[r])
                                : r;
-    if (rd > 0) rgb[r] = static_cast<double>(bytes[of]) / rd / 1e9;
+    if (read_med[r] > 0) rgb[r] = static_cast<double>(bytes[of]) / read_med[r] / 1e9;
   }
   const Rows rows = chart_rows(a.facts, world);
   Json wv = Json::array(), rv = Json::array();
   for (double v : per_row(rows, wgb, false)) wv.push_back(num(v));
   for (double v : per_row(rows, rgb, false)) rv.push_back(num(v));
-  p.html << "<h3>GB/s per " << (rows.what == "rank" ? "rank" : "node")
+  p.html << "<h3>GB/s per " << rows.per()
          << "</h3>\n<p class=\"note\">Each rank's shard over its own open-to-close time (write) "
             "and its restore's open, reads and close (read), median over iterations; "
          << rows_note(rows) << " (its slowest).</p>\n";
@@ -717,7 +712,7 @@ void facts_section(Page& p, const RunFile& file, const RunAnalysis& a) {
       {"platform", a.facts.platform_choice},
       {"sanitizers", a.facts.sanitizers}};
   for (const auto& [k, v] : rows) {
-    p.html << "<tr><th>" << k << "</th><td>" << esc(v) << "</td></tr>\n";
+    p.html << "<tr><th>" << k << "</th><td>" << markup_escape(v) << "</td></tr>\n";
   }
   p.html << "</tbody></table>\n<h3>Inventory</h3>\n<table><thead><tr><th>node</th><th>host</th>"
             "<th>CPU</th><th>cores</th><th>memory GiB</th><th>GPUs</th><th>NICs</th>"
@@ -726,36 +721,39 @@ void facts_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     std::vector<std::string> gpus, nics;
     for (const GpuInfo& gpu : n.gpus) gpus.push_back(gpu.name);
     for (const NicInfo& nic : n.nics) nics.push_back(nic.name + " (" + nic.kind + ")");
-    p.html << "<tr><td>" << n.node_index << "</td><td>" << esc(n.hostname) << "</td><td>"
-           << esc(n.cpu_model) << "</td><td>" << n.cores << "</td><td>"
+    p.html << "<tr><td>" << n.node_index << "</td><td>" << markup_escape(n.hostname) << "</td><td>"
+           << markup_escape(n.cpu_model) << "</td><td>" << n.cores << "</td><td>"
            << fixed_text(static_cast<double>(n.memory_bytes) / (1ULL << 30), 1) << "</td><td>"
-           << esc(gpus.empty() ? n.gpu_note : join(gpus, ", ")) << "</td><td>"
-           << esc(join(nics, ", ")) << "</td><td>MPI " << esc(n.mpi_version) << "; NCCL "
-           << esc(n.nccl_version) << "; CUDA " << esc(n.cuda_runtime_version) << "; HDF5 "
-           << esc(n.hdf5_version) << "; UCX " << esc(n.ucx_version) << "</td></tr>\n";
+           << markup_escape(gpus.empty() ? n.gpu_note : join(gpus, ", ")) << "</td><td>"
+           << markup_escape(join(nics, ", ")) << "</td><td>MPI " << markup_escape(n.mpi_version)
+           << "; NCCL " << markup_escape(n.nccl_version) << "; CUDA "
+           << markup_escape(n.cuda_runtime_version) << "; HDF5 " << markup_escape(n.hdf5_version)
+           << "; UCX " << markup_escape(n.ucx_version) << "</td></tr>\n";
   }
   p.html << "</tbody></table>\n<details><summary>Topology: " << a.facts.ranks.size()
          << " ranks</summary>\n<table><thead><tr><th>rank</th><th>node</th><th>host</th>"
             "<th>local</th><th>CPUs</th><th>NUMA</th><th>GPU</th><th>NIC</th><th>leaf</th>"
             "</tr></thead><tbody>\n";
   for (const RankInfo& r : a.facts.ranks) {
-    p.html << "<tr><td>" << r.rank << "</td><td>" << r.node_index << "</td><td>" << esc(r.hostname)
-           << "</td><td>" << r.local_rank << "</td><td>" << esc(r.cpus) << "</td><td>"
-           << esc(r.numa) << "</td><td>"
-           << esc(r.gpu_index >= 0 ? r.gpu.name + " " + r.gpu.pci_bus_id : r.gpu_note)
-           << "</td><td>" << esc(r.nic) << "</td><td>" << esc(r.leaf_switch) << "</td></tr>\n";
+    p.html << "<tr><td>" << r.rank << "</td><td>" << r.node_index << "</td><td>"
+           << markup_escape(r.hostname) << "</td><td>" << r.local_rank << "</td><td>"
+           << markup_escape(r.cpus) << "</td><td>" << markup_escape(r.numa) << "</td><td>"
+           << markup_escape(r.gpu_index >= 0 ? r.gpu.name + " " + r.gpu.pci_bus_id : r.gpu_note)
+           << "</td><td>" << markup_escape(r.nic) << "</td><td>" << markup_escape(r.leaf_switch)
+           << "</td></tr>\n";
   }
   p.html << "</tbody></table></details>\n";
   if (!a.facts.placement.empty()) {
     p.html << "<h3>Placement</h3>\n<table><tbody>\n";
     for (const CheckResult& c : a.facts.placement) {
       p.html << "<tr class=\"" << to_string(c.status) << "\"><td>" << to_string(c.status)
-             << "</td><td>" << esc(c.name) << "</td><td>" << esc(c.reason) << "</td></tr>\n";
+             << "</td><td>" << markup_escape(c.name) << "</td><td>" << markup_escape(c.reason)
+             << "</td></tr>\n";
     }
     p.html << "</tbody></table>\n";
   }
-  p.html << "<details><summary>Effective configuration</summary><pre>" << esc(m.config_yaml)
-         << "</pre></details>\n</section>\n";
+  p.html << "<details><summary>Effective configuration</summary><pre>"
+         << markup_escape(m.config_yaml) << "</pre></details>\n</section>\n";
 }
 
 constexpr const char* kStyle = R"(
@@ -796,7 +794,7 @@ std::string format_html(const RunFile& file, const RunAnalysis& analysis,
 
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>shakedown: ";
-  out += esc(analysis.verdict.headline);
+  out += markup_escape(analysis.verdict.headline);
   out += "</title>\n<style>";
   out += kStyle;
   out += "</style></head>\n<body data-charts-expected=\"" + std::to_string(p.charts()) + "\">\n";

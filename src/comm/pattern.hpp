@@ -11,8 +11,12 @@
 
 #if defined(__CUDACC__)
 #define SD_HOST_DEVICE __host__ __device__
+#define SD_INLINE  // nvcc inlines these device functions itself
 #else
 #define SD_HOST_DEVICE
+// The per-element formulas are inlined into the host's fill and verify loops: called out of
+// line, their per-buffer work is redone for every element (a fill ran at 4.7 ns per element).
+#define SD_INLINE [[gnu::always_inline]]
 #endif
 
 namespace shakedown {

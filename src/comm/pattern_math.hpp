@@ -28,7 +28,7 @@
 
 namespace shakedown {
 
-SD_HOST_DEVICE constexpr std::uint64_t pattern_limit(DType t) {
+SD_INLINE SD_HOST_DEVICE constexpr std::uint64_t pattern_limit(DType t) {
   switch (t) {
     case DType::kFloat32:
       return std::uint64_t{1} << 24;
@@ -47,12 +47,12 @@ SD_HOST_DEVICE constexpr std::uint64_t pattern_limit(DType t) {
 }
 
 // The one place the pattern depends on the collective: whether its output is a reduction.
-SD_HOST_DEVICE constexpr bool pattern_reduces(CollectiveKind kind) {
+SD_INLINE SD_HOST_DEVICE constexpr bool pattern_reduces(CollectiveKind kind) {
   return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter;
 }
 
 // `s` with `reduces` set for `kind`. Everything that knows the collective goes through this.
-SD_HOST_DEVICE constexpr PatternSpec pattern_spec_for(CollectiveKind kind, PatternSpec s) {
+SD_INLINE SD_HOST_DEVICE constexpr PatternSpec pattern_spec_for(CollectiveKind kind, PatternSpec s) {
   s.reduces = pattern_reduces(kind);
   return s;
 }
@@ -64,7 +64,7 @@ constexpr std::uint64_t kRankStep = 0xd1b54a32d192ed03ull;
 constexpr std::uint64_t kSalt = 0x94d049bb133111ebull;
 
 // splitmix64's finaliser: every input bit reaches every output bit.
-SD_HOST_DEVICE constexpr std::uint64_t mix64(std::uint64_t x) {
+SD_INLINE SD_HOST_DEVICE constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
   x ^= x >> 27;
@@ -74,11 +74,11 @@ SD_HOST_DEVICE constexpr std::uint64_t mix64(std::uint64_t x) {
 }
 
 // 32 random bits onto [0, range), range < 2^32: a multiply instead of a division.
-SD_HOST_DEVICE constexpr std::uint64_t below(std::uint64_t bits32, std::uint64_t range) {
+SD_INLINE SD_HOST_DEVICE constexpr std::uint64_t below(std::uint64_t bits32, std::uint64_t range) {
   return (bits32 * range) >> 32;
 }
 
-SD_HOST_DEVICE constexpr double to_double(std::uint64_t plus, std::uint64_t minus) {
+SD_INLINE SD_HOST_DEVICE constexpr double to_double(std::uint64_t plus, std::uint64_t minus) {
   return static_cast<double>(static_cast<std::int64_t>(plus) - static_cast<std::int64_t>(minus));
 }
 
@@ -102,7 +102,7 @@ struct PatternParams {
   std::uint64_t rem_tri = 0;   // 0 + 1 + ... + rem - 1
 };
 
-SD_HOST_DEVICE constexpr PatternParams pattern_params(const PatternSpec& s) {
+SD_INLINE SD_HOST_DEVICE constexpr PatternParams pattern_params(const PatternSpec& s) {
   PatternParams p;
   p.key = pattern_detail::mix64(s.seed ^ pattern_detail::kSalt);
   p.n = s.nranks < 1 ? 1 : static_cast<std::uint64_t>(s.nranks);
@@ -128,7 +128,7 @@ SD_HOST_DEVICE constexpr PatternParams pattern_params(const PatternSpec& s) {
   return p;
 }
 
-SD_HOST_DEVICE constexpr PatternParams pattern_params(CollectiveKind kind, const PatternSpec& s) {
+SD_INLINE SD_HOST_DEVICE constexpr PatternParams pattern_params(CollectiveKind kind, const PatternSpec& s) {
   return pattern_params(pattern_spec_for(kind, s));
 }
 
@@ -141,7 +141,7 @@ struct IndexDraw {
   std::uint64_t off;
 };
 
-SD_HOST_DEVICE constexpr IndexDraw draw(const PatternParams& p, std::uint64_t index) {
+SD_INLINE SD_HOST_DEVICE constexpr IndexDraw draw(const PatternParams& p, std::uint64_t index) {
   const std::uint64_t x = mix64(p.key + index * kGolden);
   return {x, below(x >> 32, p.m), below(x & 0xffffffffull, p.m)};
 }
@@ -149,7 +149,7 @@ SD_HOST_DEVICE constexpr IndexDraw draw(const PatternParams& p, std::uint64_t in
 }  // namespace pattern_detail
 
 // Integer value of rank `rank`'s input element `index` (rank in [0, nranks)).
-SD_HOST_DEVICE constexpr double pattern_input(const PatternParams& p, int rank,
+SD_INLINE SD_HOST_DEVICE constexpr double pattern_input(const PatternParams& p, int rank,
                                               std::uint64_t index) {
   const std::uint64_t r = static_cast<std::uint64_t>(rank) % p.n;
   if (!p.reduces) {
@@ -164,18 +164,23 @@ SD_HOST_DEVICE constexpr double pattern_input(const PatternParams& p, int rank,
   const std::uint64_t j = r >= shift ? r - shift : r + p.n - shift;
   if (j >= p.nc) return 0.0;
   // (h + j) mod m; both below 2^31, so 32-bit arithmetic (cheap on a GPU).
+  // Mostly one subtraction (j < m whenever nc <= m): a division only past two periods.
   std::uint32_t residue = static_cast<std::uint32_t>(d.h + j);
-  if (residue >= p.m) residue %= static_cast<std::uint32_t>(p.m);
+  const auto m = static_cast<std::uint32_t>(p.m);
+  if (residue >= m) {
+    residue -= m;
+    if (residue >= m) residue %= m;
+  }
   return pattern_detail::to_double(residue, d.off);
 }
 
-SD_HOST_DEVICE constexpr double pattern_input(const PatternSpec& s, int rank, std::uint64_t index) {
+SD_INLINE SD_HOST_DEVICE constexpr double pattern_input(const PatternSpec& s, int rank, std::uint64_t index) {
   return pattern_input(pattern_params(s), rank, index);
 }
 
 // The reduction (spec.op) of pattern_input over all ranks, in closed form. Meaningful for the
 // reducing pattern (spec.reduces).
-SD_HOST_DEVICE constexpr double pattern_reduced(const PatternParams& p, std::uint64_t index) {
+SD_INLINE SD_HOST_DEVICE constexpr double pattern_reduced(const PatternParams& p, std::uint64_t index) {
   const pattern_detail::IndexDraw d = pattern_detail::draw(p, index);
   if (p.max) {
     // Residues h, h+1, ... (mod m) over nc ranks reach m - 1 when they wrap or cover a period.
@@ -190,13 +195,13 @@ SD_HOST_DEVICE constexpr double pattern_reduced(const PatternParams& p, std::uin
   return pattern_detail::to_double(sum, p.nc * d.off);
 }
 
-SD_HOST_DEVICE constexpr double pattern_reduced(const PatternSpec& s, std::uint64_t index) {
+SD_INLINE SD_HOST_DEVICE constexpr double pattern_reduced(const PatternSpec& s, std::uint64_t index) {
   return pattern_reduced(pattern_params(s), index);
 }
 
 // What rank `rank`'s input element `index` holds for collective `kind`: what a fill writes (a
 // fill must come through here, or pattern_params(kind, spec): the pattern depends on the kind).
-SD_HOST_DEVICE constexpr double input_value(CollectiveKind kind, const PatternSpec& s, int rank,
+SD_INLINE SD_HOST_DEVICE constexpr double input_value(CollectiveKind kind, const PatternSpec& s, int rank,
                                             std::uint64_t index) {
   return pattern_input(pattern_params(kind, s), rank, index);
 }
@@ -204,7 +209,7 @@ SD_HOST_DEVICE constexpr double input_value(CollectiveKind kind, const PatternSp
 // expected_output for out_index = chunk * c.unit + k where all_gather and all_to_all have one
 // chunk per sending rank (chunk < n, k < unit) and the others one chunk (chunk 0, k = out_index):
 // lets a loop walk the output chunk by chunk without a division per element.
-SD_HOST_DEVICE constexpr double expected_in_chunk(CollectiveKind kind, const PatternParams& p,
+SD_INLINE SD_HOST_DEVICE constexpr double expected_in_chunk(CollectiveKind kind, const PatternParams& p,
                                                   const CollectiveCounts& c, int rank,
                                                   std::uint64_t chunk, std::uint64_t k) {
   const std::uint64_t r = static_cast<std::uint64_t>(rank);
@@ -226,13 +231,13 @@ SD_HOST_DEVICE constexpr double expected_in_chunk(CollectiveKind kind, const Pat
 }
 
 // Whether expected_in_chunk splits the output into per-rank chunks of c.unit elements.
-SD_HOST_DEVICE constexpr bool output_in_chunks(CollectiveKind kind) {
+SD_INLINE SD_HOST_DEVICE constexpr bool output_in_chunks(CollectiveKind kind) {
   return kind == CollectiveKind::kAllGather || kind == CollectiveKind::kAllToAll;
 }
 
 // What element `i` of rank `rank`'s output must hold after collective `kind`.
 // `p` from pattern_params(kind, spec).
-SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const PatternParams& p,
+SD_INLINE SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const PatternParams& p,
                                                 const CollectiveCounts& c, int rank,
                                                 std::uint64_t i) {
   if (!output_in_chunks(kind)) return expected_in_chunk(kind, p, c, rank, 0, i);
@@ -240,7 +245,7 @@ SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const Patte
   return expected_in_chunk(kind, p, c, rank, i / c.unit, i % c.unit);
 }
 
-SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const PatternSpec& s,
+SD_INLINE SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const PatternSpec& s,
                                                 const CollectiveCounts& c, int rank,
                                                 std::uint64_t out_index) {
   return expected_output(kind, pattern_params(kind, s), c, rank, out_index);
@@ -248,7 +253,7 @@ SD_HOST_DEVICE constexpr double expected_output(CollectiveKind kind, const Patte
 
 // Bit-exact comparison of a loaded element with its expected value: NaN never matches, and -0
 // does not match +0 (a flipped sign bit on a zero is corruption too).
-SD_HOST_DEVICE constexpr bool matches(double got, double want) {
+SD_INLINE SD_HOST_DEVICE constexpr bool matches(double got, double want) {
   if (!(got == want)) return false;
   if (got != 0) return true;
   return (1.0 / got > 0) == (1.0 / want > 0);
@@ -256,7 +261,7 @@ SD_HOST_DEVICE constexpr bool matches(double got, double want) {
 
 // A value to put in place of `v` that differs from it and is exact in `t`, for fault injection
 // (adding one is not enough: bfloat16 rounds 257 back to 256).
-SD_HOST_DEVICE constexpr double corrupted_value(DType t, double v) {
+SD_INLINE SD_HOST_DEVICE constexpr double corrupted_value(DType t, double v) {
   const double limit = static_cast<double>(pattern_limit(t));
   if (!(v >= -limit && v <= limit)) return 0.0;  // NaN, infinities, out-of-pattern values
   return v >= 1.0 ? v - 1.0 : v + 1.0;
@@ -264,7 +269,7 @@ SD_HOST_DEVICE constexpr double corrupted_value(DType t, double v) {
 
 // Element `i` of a buffer of dtype `t`. Exact for every integer in [-L, L]; other values round to
 // nearest even (int32: truncate, saturate).
-SD_HOST_DEVICE inline void store_element(void* buf, DType t, std::uint64_t i, double v) {
+SD_INLINE SD_HOST_DEVICE inline void store_element(void* buf, DType t, std::uint64_t i, double v) {
   switch (t) {
     case DType::kFloat32:
       static_cast<float*>(buf)[i] = static_cast<float>(v);
@@ -296,7 +301,7 @@ SD_HOST_DEVICE inline void store_element(void* buf, DType t, std::uint64_t i, do
   }
 }
 
-SD_HOST_DEVICE inline double load_element(const void* buf, DType t, std::uint64_t i) {
+SD_INLINE SD_HOST_DEVICE inline double load_element(const void* buf, DType t, std::uint64_t i) {
   switch (t) {
     case DType::kFloat32:
       return static_cast<double>(static_cast<const float*>(buf)[i]);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "comm/collectives.hpp"
@@ -146,13 +147,21 @@ class Sweep {
     const double t_pool = now_us();
     Buffers pool;
     if (scope_.comm != nullptr) pool = allocate_largest(sizes, nranks);
+    // Whether every rank that takes part holds the sweep's buffers: then no size can fail to
+    // allocate and nothing needs agreeing per size.
+    std::int64_t pooled = scope_.comm == nullptr || pool.in ? 1 : 0;
+    SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &pooled, 1, MPI_INT64_T, MPI_MIN, env_.ctx.world()));
     times_->prepare += (now_us() - t_pool) * 1e-6;
     std::uint64_t wrong_total = 0;
     for (std::uint64_t bytes : sizes) {
+      // The previous size reaches rank 0 before anyone starts this one's step, so the watchdog's
+      // step still names a rank that did not finish it, and a rank that stops here has its
+      // previous sizes in the file.
+      wrong_total += settle();
       const CollectiveCounts counts = info_.counts(bytes, dtype_size(dtype_), nranks);
-      const std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
-                                std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
-                                format_size(bytes);
+      std::string label = "collectives " + scope_.name + "/" + std::string(info_.name) + " " +
+                          std::string(dtype_name(dtype_)) + " " + mode_name(in_place_) + " " +
+                          format_size(bytes);
       step(label, plan_step(bytes));
       RankSample mine;
       mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
@@ -161,16 +170,18 @@ class Sweep {
       std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
       Buffers own;  // this size's own, when the sweep's largest could not be had
       Buffers* buffers = &pool;
-      const double t_alloc = now_us();
-      if (skipped == kMeasured && scope_.comm != nullptr && !pool.in) {
-        skipped = allocate(counts, own);
-        buffers = &own;
+      if (pooled == 0) {
+        const double t_alloc = now_us();
+        if (skipped == kMeasured && scope_.comm != nullptr && !pool.in) {
+          skipped = allocate(counts, own);
+          buffers = &own;
+        }
+        // An allocation may fail on one rank only: agree before anyone enters a collective,
+        // so the size is skipped everywhere instead of leaving the others waiting.
+        SD_MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
+        times_->prepare += (now_us() - t_alloc) * 1e-6;
       }
-      times_->prepare += (now_us() - t_alloc) * 1e-6;
-      // An allocation may fail on one rank only: agree before anyone enters a collective, so
-      // the size is skipped everywhere instead of leaving the others waiting.
-      SD_MPI_CHECK(
-          MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
       if (skipped == kMeasured && scope_.comm != nullptr) {
         measure(counts, bytes, *buffers, mine);
         if (const double us = median(mine.time_us); std::isfinite(us) && bytes > 0) {
@@ -179,9 +190,10 @@ class Sweep {
         }
       }
       const double t_record = now_us();
-      wrong_total += record(bytes, counts, skipped, mine, label);
+      start_record(bytes, counts, skipped, mine, std::move(label));
       times_->record += (now_us() - t_record) * 1e-6;
     }
+    wrong_total += settle();
     return wrong_total;
   }
 
@@ -383,9 +395,40 @@ class Sweep {
     return fit;
   }
 
-  // Gathers this size to rank 0, appends its rows, reports wrong data. Collective over world.
-  std::uint64_t record(std::uint64_t bytes, const CollectiveCounts& counts, std::int64_t skipped,
-                       const RankSample& mine, const std::string& label);
+  // A size on its way to rank 0: its gather (started by start_record, collective over world)
+  // and what rank 0 needs to record it once the gather is complete (settle).
+  struct PendingSize {
+    PendingSize(std::uint64_t b, const CollectiveCounts& c, std::int64_t s, std::string l,
+                MPI_Comm comm, const CollectiveRankResult& mine)
+        : bytes(b), counts(c), skipped(s), label(std::move(l)), gather(comm, 0, mine) {}
+    std::uint64_t bytes;
+    CollectiveCounts counts;
+    std::int64_t skipped;
+    std::string label;
+    SizeGather gather;
+  };
+  void start_record(std::uint64_t bytes, const CollectiveCounts& counts, std::int64_t skipped,
+                    const RankSample& mine, std::string label) {
+    const CollectiveRankResult result{mine.time_us,
+                                      mine.arrival_us,
+                                      mine.wait_us,
+                                      static_cast<double>(mine.check.wrong),
+                                      static_cast<double>(mine.check.first_wrong),
+                                      mine.check.expected,
+                                      mine.check.got};
+    pending_.emplace(bytes, counts, skipped, std::move(label), env_.ctx.world(), result);
+  }
+  // Completes the size in flight, if any: rank 0 appends its rows and reports wrong data; returns
+  // its wrong elements (rank 0; 0 elsewhere). Collective over world.
+  std::uint64_t settle() {
+    if (!pending_) return 0;
+    const double t_record = now_us();
+    const std::uint64_t wrong = record(*pending_);
+    pending_.reset();
+    times_->record += (now_us() - t_record) * 1e-6;
+    return wrong;
+  }
+  std::uint64_t record(PendingSize& size);
 
   PhaseEnv& env_;
   PhaseTimes* times_;
@@ -401,33 +444,23 @@ class Sweep {
   std::shared_ptr<const std::vector<std::int64_t>> columns_;
   std::uint64_t last_bytes_ = 0;  // the last size this rank measured, and its median iteration
   double last_iter_us_ = 0;
+  std::optional<PendingSize> pending_;
 };
 
-std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
-                            std::int64_t skipped, const RankSample& mine,
-                            const std::string& label) {
+std::uint64_t Sweep::record(PendingSize& size) {
   const Context& ctx = env_.ctx;
   const int world = ctx.world_size();
-  CollectiveRankResult result{mine.time_us,
-                              mine.arrival_us,
-                              mine.wait_us,
-                              static_cast<double>(mine.check.wrong),
-                              static_cast<double>(mine.check.first_wrong),
-                              mine.check.expected,
-                              mine.check.got};
-  GatheredSize g = gather_collective_size(ctx.world(), 0, result);
+  GatheredSize g = size.gather.finish();
   if (!ctx.is_root()) return 0;
+  const std::uint64_t bytes = size.bytes;
+  const CollectiveCounts& counts = size.counts;
+  const std::int64_t skipped = size.skipped;
+  const std::string& label = size.label;
 
-  // An iteration lasts until its last rank is done; bandwidth from the median iteration.
   CollectiveSizeStats stats;
   stats.bytes = bytes;
   stats.count = counts.unit;
   stats.skipped = skipped;
-  set_iteration_stats(stats, g);
-  stats.algbw_GBps =
-      skipped == kMeasured ? algbw_gbps(counts.bytes, stats.time_med_us * 1e-6) : kNaN;
-  stats.busbw_GBps = stats.algbw_GBps * info_.busbw_factor(scope_.nranks);
-
   std::uint64_t wrong_total = 0;
   std::string report;
   int named = 0;
@@ -449,8 +482,16 @@ std::uint64_t Sweep::record(std::uint64_t bytes, const CollectiveCounts& counts,
 
   // Written behind the next measurement (Recorder::write_async); the job owns the samples.
   const std::size_t held = (g.time_us.size() * 3 + g.world * 4) * sizeof(double);
+  // The statistics too: off the measuring thread when the writer has its own. An iteration
+  // lasts until its last rank is done; bandwidth from the median iteration.
   env_.recorder.write_async(
-      [path = path_, columns = columns_, stats, g = std::move(g)](RunWriter& w) {
+      [path = path_, columns = columns_, stats, g = std::move(g), coll_bytes = counts.bytes,
+       factor = info_.busbw_factor(scope_.nranks)](RunWriter& w) mutable {
+        set_iteration_stats(stats, g);
+        stats.algbw_GBps = stats.skipped == kMeasured
+                               ? algbw_gbps(coll_bytes, stats.time_med_us * 1e-6)
+                               : kNaN;
+        stats.busbw_GBps = stats.algbw_GBps * factor;
         append_collective_size(w, path, *columns, stats, g);
       },
       held);

@@ -41,31 +41,42 @@ float round_offset(double x) {
 
 }  // namespace
 
-GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRankResult& mine) {
+SizeGather::SizeGather(MPI_Comm comm, int root, const CollectiveRankResult& mine) {
   int rank = 0, size = 0;
   SD_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   SD_MPI_CHECK(MPI_Comm_size(comm, &size));
-  const std::size_t iters = mine.time_us.size();
-  if (mine.arrival_us.size() != iters || mine.wait_us.size() != iters) {
-    throw InternalError("gather_collective_size: time, arrival and wait differ in length");
+  iters_ = mine.time_us.size();
+  world_ = static_cast<std::size_t>(size);
+  root_ = rank == root;
+  if (mine.arrival_us.size() != iters_ || mine.wait_us.size() != iters_) {
+    throw InternalError("SizeGather: time, arrival and wait differ in length");
   }
   // [time x iters, arrival x iters, wait x iters, wrong, first_wrong, expected, got]
-  const std::size_t per = 3 * iters + 4;
-  std::vector<double> packed(per);
-  std::copy(mine.time_us.begin(), mine.time_us.end(), packed.begin());
-  std::copy(mine.arrival_us.begin(), mine.arrival_us.end(), packed.begin() + iters);
-  std::copy(mine.wait_us.begin(), mine.wait_us.end(), packed.begin() + 2 * iters);
-  packed[3 * iters] = mine.wrong;
-  packed[3 * iters + 1] = mine.first_wrong;
-  packed[3 * iters + 2] = mine.expected;
-  packed[3 * iters + 3] = mine.got;
-  std::vector<double> all;
-  if (rank == root) all.assign(per * static_cast<std::size_t>(size), 0.0);
-  SD_MPI_CHECK(MPI_Gather(packed.data(), static_cast<int>(per), MPI_DOUBLE, all.data(),
-                          static_cast<int>(per), MPI_DOUBLE, root, comm));
+  const std::size_t per = 3 * iters_ + 4;
+  packed_.resize(per);
+  std::copy(mine.time_us.begin(), mine.time_us.end(), packed_.begin());
+  std::copy(mine.arrival_us.begin(), mine.arrival_us.end(), packed_.begin() + iters_);
+  std::copy(mine.wait_us.begin(), mine.wait_us.end(), packed_.begin() + 2 * iters_);
+  packed_[3 * iters_] = mine.wrong;
+  packed_[3 * iters_ + 1] = mine.first_wrong;
+  packed_[3 * iters_ + 2] = mine.expected;
+  packed_[3 * iters_ + 3] = mine.got;
+  if (root_) all_.assign(per * world_, 0.0);
+  SD_MPI_CHECK(MPI_Igather(packed_.data(), static_cast<int>(per), MPI_DOUBLE, all_.data(),
+                           static_cast<int>(per), MPI_DOUBLE, root, comm, &request_));
+}
+
+SizeGather::~SizeGather() {
+  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+GatheredSize SizeGather::finish() {
+  if (request_ != MPI_REQUEST_NULL) SD_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
   GatheredSize out;
-  if (rank != root) return out;
-  const auto world = static_cast<std::size_t>(size);
+  if (!root_) return out;
+  const std::size_t iters = iters_;
+  const std::size_t world = world_;
+  const std::size_t per = 3 * iters + 4;
   out.iters = iters;
   out.world = world;
   out.time_us.resize(iters * world);
@@ -76,7 +87,7 @@ GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRan
   out.expected.resize(world);
   out.got.resize(world);
   for (std::size_t r = 0; r < world; ++r) {
-    const double* p = &all[r * per];
+    const double* p = &all_[r * per];
     for (std::size_t i = 0; i < iters; ++i) {  // transposed to [iters, world]
       out.time_us[i * world + r] = p[i];
       out.arrival_us[i * world + r] = p[iters + i];
@@ -88,6 +99,10 @@ GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRan
     out.got[r] = p[3 * iters + 3];
   }
   return out;
+}
+
+GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRankResult& mine) {
+  return SizeGather(comm, root, mine).finish();
 }
 
 void write_collective_header(RunWriter& w, const std::string& path, const CollectiveSweepHeader& h,

@@ -49,8 +49,28 @@ struct GatheredSize {
   std::vector<std::int64_t> wrong, first_wrong;
   std::vector<double> expected, got;
 };
-// Collective over `comm` (every rank passes the same number of samples): one MPI_Gather brings
-// every rank's result to `root`; empty elsewhere.
+// One size's gather in flight: the constructor starts it on every rank of `comm` (MPI_Igather;
+// every rank passes the same number of samples, and the ranks' results are copied, so `mine` may
+// go), finish() completes it (MPI_Wait) and returns every rank's result on `root`, empty
+// elsewhere. The ranks go on to the next size while rank 0 collects this one: a small result is
+// sent eagerly, so it reaches rank 0 also when its sender then stops. A gather destroyed in flight
+// (unwinding) is waited for first, since MPI writes into its buffers until it completes.
+class SizeGather {
+ public:
+  SizeGather(MPI_Comm comm, int root, const CollectiveRankResult& mine);
+  SizeGather(const SizeGather&) = delete;
+  SizeGather& operator=(const SizeGather&) = delete;
+  ~SizeGather();
+  GatheredSize finish();
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::size_t iters_ = 0, world_ = 0;
+  bool root_ = false;
+  std::vector<double> packed_, all_;
+};
+
+// The same, started and finished at once (one blocking step).
 GatheredSize gather_collective_size(MPI_Comm comm, int root, const CollectiveRankResult& mine);
 
 // The median, 5th and 95th percentile iteration of `g` into `stats` (bandwidths are the

@@ -57,16 +57,46 @@ void Recorder::worker() {
   // HDF5's error printing is per thread in a thread-safe build (Debian's): this thread writes
   // to the file held open and never passes through open_file, so it silences its own.
   h5::quiet_errors();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point flushed = Clock::now();
+  bool dirty = false;  // a job's writes wait for their flush
+  const auto flush_now = [&] {  // the caller holds mutex_
+    if (!aborted_ && !failure_) {
+      try {
+        writer_->flush();
+      } catch (...) {
+        std::lock_guard q(queue_mutex_);
+        failure_ = std::current_exception();
+      }
+    }
+    dirty = false;
+    flushed = Clock::now();
+  };
   for (;;) {
+    bool job_ready = true;
     {
       std::unique_lock lock(queue_mutex_);
-      queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
+      const auto ready = [this] { return stopping_ || !queue_.empty(); };
+      if (dirty) {
+        job_ready = queue_changed_.wait_until(lock, flushed + kFlushInterval, ready);
+      } else {
+        queue_changed_.wait(lock, ready);
+      }
+      if (job_ready && queue_.empty()) {  // stopping, nothing left
+        lock.unlock();
+        std::lock_guard writer_lock(mutex_);
+        if (dirty) flush_now();
+        return;
+      }
     }
     // The writer first, then the job off the queue: a job is always either queued or being
     // written, so mark_aborted (which holds the writer while it runs what is queued) never
     // misses one taken off the queue but not yet written.
     std::lock_guard writer_lock(mutex_);
+    if (!job_ready) {  // the deadline of the rows written last
+      flush_now();
+      continue;
+    }
     Job job;
     {
       std::lock_guard lock(queue_mutex_);
@@ -76,12 +106,16 @@ void Recorder::worker() {
       running_job_ = true;
     }
     if (!aborted_ && !failure_) {  // after a failure the file takes nothing more
+      writer_->defer_flushes(true);
       try {
         job.fn(*writer_);
       } catch (...) {
         std::lock_guard q(queue_mutex_);
         failure_ = std::current_exception();
       }
+      writer_->defer_flushes(false);
+      dirty = writer_->unflushed();
+      if (dirty && Clock::now() - flushed >= kFlushInterval) flush_now();
     }
     {
       std::lock_guard lock(queue_mutex_);

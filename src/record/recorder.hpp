@@ -2,6 +2,7 @@
 // The MPI side of recording: per-rank rows are gathered to rank 0, which alone owns the RunWriter
 // (serial HDF5). Creation is collective so every rank fails the same way when the file cannot be
 // made. The writer is guarded by a mutex because the watchdog thread may mark the file aborted.
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -57,7 +58,13 @@ class Recorder {
   // is used only when rank 0 may run on 2 CPUs or more (its affinity mask), so it never takes
   // the CPU a measurement runs on; otherwise the job runs here, at once. `bytes` is about what
   // the job holds: queued jobs are held to kQueueBytes, beyond which this waits.
+  // The thread flushes the file at most every kFlushInterval and at the latest kFlushInterval
+  // after a job (HDF5's flush of its metadata cache costs more than a small size's rows; one
+  // flush per size was a third of the thread's CPU in the smoke run), so a rank 0 killed
+  // outright loses at most the rows of the last kFlushInterval; write(), finish() and
+  // mark_aborted() flush everything before them.
   static constexpr std::size_t kQueueBytes = 256u << 20;
+  static constexpr std::chrono::milliseconds kFlushInterval{200};
   void write_async(std::function<void(RunWriter&)> job, std::size_t bytes);
   // Waits until every queued job has run; rethrows the first failure of one.
   void drain();

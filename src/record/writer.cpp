@@ -251,7 +251,7 @@ void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& 
   try {
     if (open_file_) {
       fn(open_file_->get());
-      if (batch_depth_ == 0) h5::flush(open_file_->get());  // a batch flushes once, at its end
+      if (batch_depth_ == 0) flush_or_defer();  // a batch flushes once, at its end
       return;
     }
     h5::File file = h5::open_file(partial_path_, /*writable=*/true);
@@ -262,6 +262,25 @@ void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& 
     fail_io(e, what);
   } catch (const Error& e) {
     h5::rethrow_with_context(e, "writing " + what + " to '" + partial_path_.string() + "'");
+  }
+}
+
+void RunWriter::flush_or_defer() {
+  if (defer_flushes_ && held_) {
+    unflushed_ = true;
+    return;
+  }
+  h5::flush(open_file_->get());
+  unflushed_ = false;
+}
+
+void RunWriter::flush() {
+  if (!unflushed_ || !open_file_ || state_ != State::kOpen) return;
+  try {
+    h5::flush(open_file_->get());
+    unflushed_ = false;
+  } catch (const h5::IoError& e) {
+    fail_io(e, "the rows written last");
   }
 }
 
@@ -281,6 +300,7 @@ void RunWriter::close_unless_held(const std::string& what) {
   try {
     append_cache_.clear();
     h5::flush(open_file_->get());
+    unflushed_ = false;
     open_file_->close();
     open_file_.reset();
   } catch (const h5::IoError& e) {
@@ -309,8 +329,10 @@ void RunWriter::batch(const std::function<void()>& fn) {
   } end{*this};
   fn();  // its writes go through edit(), which reports their failures
   try {
-    h5::flush(open_file_->get());
-    if (!held_) {
+    if (held_) {
+      flush_or_defer();
+    } else {
+      h5::flush(open_file_->get());
       append_cache_.clear();
       open_file_->close();
     }

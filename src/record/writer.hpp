@@ -128,6 +128,13 @@ class RunWriter {
   void hold_open();
   void release();  // closes the file (flushed); a no-op when not held
   bool held() const noexcept { return held_; }
+  // While held: writes and batches leave their flush to flush() (the recorder's writer thread
+  // flushes many small rows at once, on a deadline). Off: every write ends flushed again.
+  void defer_flushes(bool on) noexcept { defer_flushes_ = on; }
+  // Flushes what deferred writes left in HDF5's caches; a no-op when nothing waits (errors as
+  // a write's: a refused flush breaks the writer).
+  void flush();
+  bool unflushed() const noexcept { return unflushed_; }
 
   // Root attribute status ("running" | "complete" | "aborted"; InternalError otherwise) and
   // finished_utc = now ("" again for "running"). The file stays .partial.
@@ -163,6 +170,8 @@ class RunWriter {
   [[noreturn]] void fail_io(const h5::IoError& e, const std::string& what);
   // Opens the file into open_file_ unless it is open already (errors as edit()'s).
   void open_for(const std::string& what);
+  // Flushes the open file, or only notes that it waits when flushes are deferred.
+  void flush_or_defer();
   // Flushes and closes open_file_ unless a batch or a hold keeps it.
   void close_unless_held(const std::string& what);
 
@@ -175,6 +184,8 @@ class RunWriter {
   h5::AppendCache append_cache_;       // open datasets of open_file_ (cleared before it closes)
   int batch_depth_ = 0;
   bool held_ = false;
+  bool defer_flushes_ = false;
+  bool unflushed_ = false;  // deferred writes not flushed yet
 };
 
 }  // namespace shakedown

@@ -1,4 +1,5 @@
-// A sweep's samples through the phase's own gather and write path (record/collective_rows.hpp)
+// A sweep's samples through the phase's own gather and write path (record/collective_rows.hpp:
+// SizeGather in flight across other collectives, as the phase uses it, and the blocking form)
 // and back through the analysis reader: every rank's time, arrival and wait read back equal to
 // what the rank had, to the stated precision (12 significant bits; arrivals and waits also to
 // 1/64 us), for world, intra_node, inter_node and rail scopes, with the columns of each scope's
@@ -101,7 +102,19 @@ void round_trip(const Context& ctx, const std::string& label) {
           }
         }
         CollectiveRankResult mine{t, a, wt, static_cast<double>(ctx.rank()), -1, 0, 0};
-        const GatheredSize g = gather_collective_size(ctx.world(), 0, mine);
+        // As the phase does: the gather in flight while the ranks go on with other collectives
+        // (even sizes), or one blocking step (odd sizes).
+        GatheredSize g;
+        if (z % 2 == 0) {
+          SizeGather gather(ctx.world(), 0, mine);
+          t.assign(t.size(), -1.0);  // the gather took its own copy
+          int next = ctx.rank();
+          MPI_Allreduce(MPI_IN_PLACE, &next, 1, MPI_INT, MPI_SUM, ctx.world());
+          EXPECT_EQ(next, ctx.world_size() * (ctx.world_size() - 1) / 2);
+          g = gather.finish();
+        } else {
+          g = gather_collective_size(ctx.world(), 0, mine);
+        }
         if (!ctx.is_root()) continue;
         CollectiveSizeStats stats;
         stats.bytes = 8u << z;

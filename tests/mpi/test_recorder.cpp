@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <span>
 
@@ -133,4 +134,38 @@ TEST(Recorder, BackgroundWritesKeepOrderAndReportFailures) {
     EXPECT_EQ(a.read_int64("/t/queued").size(), 20u);  // every queued row made it
     std::filesystem::remove_all(dir);
   }
+}
+
+// The writer thread defers the flush of small rows, but never past Recorder::kFlushInterval: rows
+// written by jobs and then nothing else reach the file on disk by themselves (another process,
+// h5dump, reads them while the recorder still holds the file open).
+TEST(Recorder, BackgroundRowsReachTheDiskWithoutAnotherWrite) {
+  Context ctx = Context::create(MPI_COMM_WORLD, 0);
+  const std::filesystem::path dir = shared_temp(ctx, "deadline");
+  RunMeta meta;
+  meta.world_size = ctx.world_size();
+  Recorder rec(ctx, dir / "run.h5", meta, 4);
+  if (ctx.is_root() && !rec.background()) {
+    GTEST_SKIP() << "rank 0 has one CPU: the recorder writes inline, flushing every write";
+  }
+  for (std::int64_t i = 0; i < 30; ++i) {
+    rec.write_async(
+        [i](RunWriter& w) { w.append_rows("/t/rows", std::span<const std::int64_t>(&i, 1), {}); },
+        8);
+  }
+  if (ctx.is_root()) {
+    rec.drain();
+    const std::string cmd = "h5dump -H -d /t/rows " + (dir / "run.h5.partial").string() +
+                            " 2>&1 | grep -q 'SIMPLE { ( 30 )'";
+    bool seen = false;
+    // The deadline is 200 ms; 10 s leaves room for a loaded machine.
+    for (int tries = 0; tries < 100 && !seen; ++tries) {
+      seen = std::system(cmd.c_str()) == 0;
+      if (!seen) usleep(100 * 1000);
+    }
+    EXPECT_TRUE(seen) << cmd;
+  }
+  rec.finish(schema::kStatusComplete);
+  MPI_Barrier(ctx.world());
+  if (ctx.is_root()) std::filesystem::remove_all(dir);
 }

@@ -341,5 +341,34 @@ TEST(RecordAppend, HeldFileIsFlushedAfterEveryWrite) {
   EXPECT_EQ(RunFile::open(w.final_path()).read_uint64(path).size(), 40u);
 }
 
+// defer_flushes: writes leave their flush to flush(); flush() writes them out for other
+// processes, and a writer that is not deferring flushes every write again.
+TEST(RecordAppend, DeferredFlushesWaitForFlush) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  w.hold_open();
+  const std::string path = "/collectives/world/all_reduce/sizes";
+  w.defer_flushes(true);
+  for (std::uint64_t i = 0; i < 25; ++i) {
+    w.append_rows(path, std::span<const std::uint64_t>(&i, 1), {});
+  }
+  w.batch([&] { w.set_attr("/collectives", "deferred", std::int64_t{1}); });
+  EXPECT_TRUE(w.unflushed());
+  w.flush();
+  EXPECT_FALSE(w.unflushed());
+  const std::string cmd = "h5dump -H -d " + path + " " + w.partial_path().string() +
+                          " 2>&1 | grep -q 'SIMPLE { ( 25 )'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  w.defer_flushes(false);
+  const std::uint64_t more = 25;
+  w.append_rows(path, std::span<const std::uint64_t>(&more, 1), {});
+  EXPECT_FALSE(w.unflushed());
+  w.defer_flushes(true);
+  w.append_rows(path, std::span<const std::uint64_t>(&more, 1), {});
+  EXPECT_TRUE(w.unflushed());
+  w.finish("complete");  // closing flushes what waits
+  EXPECT_EQ(RunFile::open(w.final_path()).read_uint64(path).size(), 27u);
+}
+
 }  // namespace
 }  // namespace shakedown

@@ -12,7 +12,7 @@
 // message size after the gather) and the totals. bench/recording.sh runs it and times `summary`.
 //
 //   gen_runfile --ranks 1024 --nodes 128 --out /tmp/scale.h5 [--sizes 8:8G] [--iters 20]
-//               [--compression 4] [--seed N] [--slow-rank R] [--train-steps 20]
+//               [--compression 1] [--seed N] [--slow-rank R] [--train-steps 20]
 //               [--checkpoints 1]
 #include <CLI/CLI.hpp>
 
@@ -55,7 +55,7 @@ struct Scope {
 
 int generate(int argc, char** argv) {
   CLI::App app{"Write a synthetic shakedown run file of N ranks with the real RunWriter"};
-  int world = 1024, nodes = 128, compression = 4, iters = 20, slow_rank = -1, train_steps = 20;
+  int world = 1024, nodes = 128, compression = 1, iters = 20, slow_rank = -1, train_steps = 20;
   int checkpoints = 1;
   unsigned seed = 12345;
   std::string out, sizes_text = "8:8G";
@@ -65,7 +65,7 @@ int generate(int argc, char** argv) {
   app.add_option("--out", out, "the run file to write (must not exist)")->required();
   app.add_option("--sizes", sizes_text, "message sizes, as collectives.nccl_sizes");
   app.add_option("--iters", iters, "timed iterations per size")->check(CLI::Range(1, 100000));
-  app.add_option("--compression", compression, "output.compression")->check(CLI::Range(0, 9));
+  app.add_option("--compression", compression, "output.compression (default 1, as a run)")->check(CLI::Range(0, 9));
   app.add_option("--slow-rank", slow_rank,
                  "one rank 30% slower in every collective, GEMM, training step's compute and "
                  "checkpoint write (-1 none)");

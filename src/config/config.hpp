@@ -172,7 +172,7 @@ struct ChecksConfig {
 struct OutputConfig {
   std::string dir = "results";
   std::string file;     // "" = <dir>/<UTC timestamp>.h5
-  int compression = 4;  // gzip level for large datasets, 0 = off
+  int compression = 1;  // gzip level for large datasets, 0 = off (1: see configs/README.md)
 
   friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };

@@ -3,8 +3,10 @@
 # of the baseline show at most one (false) regression; a run whose rank 1 takes 4x as long
 # names that rank as the one slower place (exit 1), in every output format (60 iterations, so
 # under ASan on shared cores too; the ranks that share its cores may show up faster, which they
-# are); collectives are matched size by size, what only one file measured and the configuration
-# keys that differ are said; a file that is not a run is exit 2.
+# are); the ranks share cores, so absolute times (the run's GEMM) are not judged and that is
+# said; collectives (2 ranks, one per core: judged) are matched size by size, what only one
+# file measured and the configuration keys that differ are said; a file that is not a run is
+# exit 2.
 source "$(dirname "$0")/lib.sh"
 gemm=(--virtual-nodes 2 --phases gemm --set gemm.engine=cpu --set gemm.hidden=128
   --set gemm.tokens=64 --set gemm.iters=60)
@@ -22,6 +24,10 @@ h5dump -a /shakedown_version "$TMP/base.h5" | grep -q '+sanitize=' && sanitized=
 "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/again.h5" >"$TMP/out" 2>&1
 rc=$?
 expect_in "$TMP/out" "^compared [0-9]+ item\(s\) at alpha 0.05 Bonferroni-corrected" "what was compared, and how"
+expect_in "$TMP/out" "^  ! the baseline's ranks share cores: absolute times are not judged" "shared cores said"
+if ((!sanitized)); then
+  expect_in "$TMP/out" "; [0-9]+ not judged \([0-9]+ absolute time with ranks sharing cores\)" "the run's GEMM level not judged"
+fi
 # Reruns are the noise the test must not call a regression: three of them (each run's own
 # scheduling is its seed), at most one false regression in all (alpha 0.05 per comparison).
 false_alarms=0
@@ -69,9 +75,10 @@ expect_in "$TMP/out" "--format: unknown format \"yaml\" \(known: text, json, jun
 # Collectives: matched by scope, collective, dtype, mode and size. A file against itself changes
 # nothing; a run that measured other sizes lists what only one of them has and the key that
 # differs. (--inject slow delays a rank's arrival before the timed collective, which lateness
-# checks, not the collective's time: there is no self-test of a slower collective here.)
+# checks, not the collective's time: there is no self-test of a slower collective here.) Two
+# ranks, one per core: their absolute times are judged (outside a sanitizer build).
 coll=(--virtual-nodes 2 --phases collectives --set collectives.iters=10 --set "collectives.ops=[all_reduce]")
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:256K:x4 --out "$TMP/cbase.h5" >/dev/null 2>&1
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:256K:x4 --out "$TMP/cbase.h5" >/dev/null 2>&1
 expect_rc 0 $? "collectives baseline"
 "$SHAKEDOWN" compare "$TMP/cbase.h5" "$TMP/cbase.h5" >"$TMP/out" 2>&1
 expect_rc 0 $? "a file against itself"
@@ -81,7 +88,7 @@ if ((sanitized)); then
 else
   expect_in "$TMP/out" "^compared [1-9][0-9]* item\(s\) .*: 0 slower, 0 faster" "every item unchanged"
 fi
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:1M:x4 --out "$TMP/cmore.h5" >/dev/null 2>&1
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:1M:x4 --out "$TMP/cmore.h5" >/dev/null 2>&1
 "$SHAKEDOWN" compare "$TMP/cbase.h5" "$TMP/cmore.h5" >"$TMP/out" 2>&1
 expect_in "$TMP/out" "! config collectives.sizes: .* -> " "the differing key said"
 expect_in "$TMP/out" "^only in after: [0-9]+ \(collectives [a-z_0-9]+ all_reduce float32_sum [a-z_]+ 1 MiB" "sizes only the run measured"

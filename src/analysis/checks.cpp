@@ -146,7 +146,12 @@ std::vector<Finding> run_checks(const RunFacts& facts, const CollectivesData& co
   std::vector<std::string> untested;
   for (const auto& [scope, why] : collectives.skipped_scopes)
     untested.push_back(scope + " (" + why + ")");
-  if (world <= 1) {
+  // An audit (only the inventory asked for) exercises no link by design.
+  const bool measures = std::any_of(facts.config.phases.begin(), facts.config.phases.end(),
+                                    [](const std::string& p) { return p != "inventory"; });
+  if (!measures) {
+    f.message = "only the inventory was asked for (an audit): no link was meant to be exercised";
+  } else if (world <= 1) {
     f.status = CheckStatus::kWarn;
     f.message =
         "1 rank: no link was exercised (collectives ran inside one process); launch with mpirun "

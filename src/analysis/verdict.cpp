@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/audit.hpp"
 #include "analysis/checks.hpp"
 #include "core/strings.hpp"
 #include "record/schema.hpp"
@@ -199,6 +200,7 @@ RunAnalysis analyze(const RunFile& file) {
   std::vector<Finding> findings = placement_checks(a.facts);
   for (auto&& part :
        {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
+        audit_checks(file, a.facts),
         collectives_checks(file, a.facts, a.collectives), platform_checks(a.facts, a.collectives),
         a.gemm.findings, a.train.findings, a.checkpoint.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());

@@ -33,6 +33,7 @@
 #include "runtime/signals.hpp"
 #include "runtime/watchdog.hpp"
 #include "topology/network.hpp"
+#include "topology/node_facts.hpp"
 
 namespace shakedown {
 
@@ -62,6 +63,26 @@ std::filesystem::path choose_output(const Config& config, const std::string& out
     p = dir / (stamp + "-" + std::to_string(i) + ".h5");
   }
   return p;
+}
+
+// --inject drift's field must be one the audit compares: a fixed field or a fact family.
+void check_drift_fields(const FaultPlan& faults) {
+  for (const FaultSpec& f : faults.all()) {
+    if (f.kind != "drift") continue;
+    const auto& fixed = inventory_field_names();
+    const auto& prefixes = fact_key_prefixes();
+    const bool known =
+        std::find(fixed.begin(), fixed.end(), f.field) != fixed.end() ||
+        std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
+          return p.ends_with('.') ? f.field.size() > p.size() && f.field.starts_with(p)
+                                  : f.field == p;
+        });
+    if (!known) {
+      throw UsageError("--inject " + f.text + ": unknown inventory field '" + f.field +
+                       "' (fixed fields: " + join(fixed) + "; facts start with " +
+                       join(prefixes) + "; shakedown summary --detail lists a run's facts)");
+    }
+  }
 }
 
 std::vector<std::string> implemented_phases() {
@@ -315,7 +336,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     const std::string yaml = to_yaml(config);
     agreed(ctx.world(), [&] {
       check_same_config(ctx, yaml);
-      validate_faults(faults.all(), ctx.world_size(), config.phases);
+      validate_faults(faults.all(), ctx.world_size(), ctx.node_count(), config.phases);
+      check_drift_fields(faults);
     });
     const NetworkMap network =
         agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });

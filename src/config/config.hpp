@@ -169,6 +169,20 @@ struct ChecksConfig {
   friend bool operator==(const ChecksConfig&, const ChecksConfig&) = default;
 };
 
+// What `shakedown audit` (and the inventory phase of `run`) holds every node to, beyond drift
+// between nodes (docs/audit.md). Empty or 0: not checked, or the platform's figure.
+struct AuditConfig {
+  std::string driver_min;       // least NVIDIA driver version, "570.124" ("" none)
+  std::string nccl_min;         // least NCCL version loaded at run time, "2.21" ("" none)
+  double nic_rate_gbps = 0;     // each InfiniBand port's rate (0: the platform's, else none)
+  std::string governor = "performance";  // every CPU's cpufreq governor ("" not checked)
+  std::string image;            // every node inside a container whose image contains this
+  bool allow_mig = false;       // MIG on a GPU is expected (else a full GPU is)
+  std::vector<std::string> allow_nccl;  // NCCL_* settings set on purpose: not warned
+
+  friend bool operator==(const AuditConfig&, const AuditConfig&) = default;
+};
+
 struct OutputConfig {
   std::string dir = "results";
   std::string file;     // "" = <dir>/<UTC timestamp>.h5
@@ -203,6 +217,7 @@ struct Config {
   CheckpointConfig checkpoint;
   LinkscanConfig linkscan;
   ChecksConfig checks;
+  AuditConfig audit;
   CostConfig cost;
   OutputConfig output;
   TimeoutsConfig timeouts;

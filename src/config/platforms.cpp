@@ -52,7 +52,7 @@ Platform parse(std::string_view name, std::string_view text) {
     for (const auto& entry : root) {
       const auto key = entry.first.as<std::string>();
       if (key != "description" && key != "gpu_names" && key != "collectives" && key != "gemm" &&
-          key != "gpu_memory_GiB") {
+          key != "gpu_memory_GiB" && key != "audit") {
         bad(name, "unknown key " + key);
       }
     }
@@ -65,6 +65,17 @@ Platform parse(std::string_view name, std::string_view text) {
     }
     p.gpu_memory_GiB = root["gpu_memory_GiB"].as<double>(0);
     if (!(p.gpu_memory_GiB >= 0)) bad(name, "gpu_memory_GiB must be >= 0");
+    if (const YAML::Node a = root["audit"]) {
+      for (const auto& entry : a) {
+        const auto key = entry.first.as<std::string>();
+        if (key != "gpus_per_node" && key != "nic_rate_gbps") bad(name, "unknown key audit." + key);
+      }
+      p.gpus_per_node = a["gpus_per_node"].as<int>(0);
+      p.nic_rate_gbps = a["nic_rate_gbps"].as<double>(0);
+      if (p.gpus_per_node < 0 || !(p.nic_rate_gbps >= 0)) {
+        bad(name, "audit.gpus_per_node and audit.nic_rate_gbps must be >= 0");
+      }
+    }
     if (const YAML::Node g = root["gemm"]) {
       p.fp8_tflops = g["fp8_tflops"].as<double>(0);
       p.min_flop = g["min_flop"].as<double>(0);

@@ -23,6 +23,9 @@ struct Platform {
   double fp8_tflops = 0;  // per rank, for shapes of at least min_flop (0: no GEMM figure)
   double min_flop = 0;
   double gpu_memory_GiB = 0;  // device memory as nvidia-smi reports it (0: no GPU)
+  // audit: what every node of this kind has (0: not said)
+  int gpus_per_node = 0;
+  double nic_rate_gbps = 0;  // each InfiniBand port's rate (Gb/s, as /sys/class/infiniband says)
 };
 
 // Every built-in platform, in name order. InternalError when a built-in file is malformed (a

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -258,6 +259,49 @@ struct ChoiceListRule {
 std::string where(const Value& value) {
   return value.at.str() + ": " + value.path;
 }
+
+// A version, dotted numbers ("570.124", "2.21.5"), or empty for none.
+struct VersionRule {
+  std::string read(const Value& value) const {
+    if (value.node.IsNull()) return {};
+    const std::string& text = scalar_text(value, "a version such as 570.124");
+    if (text.empty()) return text;
+    bool ok = std::isdigit(static_cast<unsigned char>(text.front())) != 0 &&
+              std::isdigit(static_cast<unsigned char>(text.back())) != 0;
+    for (std::size_t i = 0; ok && i < text.size(); ++i) {
+      const char c = text[i];
+      ok = std::isdigit(static_cast<unsigned char>(c)) != 0 || (c == '.' && text[i - 1] != '.');
+    }
+    if (!ok) value.fail("must be a version of dotted numbers such as 570.124, got " + in_quotes(text));
+    return text;
+  }
+  void write(YAML::Emitter& out, const std::string& text) const { out << text; }
+};
+
+// A list of environment variable names starting with `prefix` (may be empty).
+struct VariableListRule {
+  std::string_view prefix;
+
+  std::vector<std::string> read(const Value& value) const {
+    const std::string entry = "a variable name starting with " + std::string(prefix);
+    std::vector<std::string> out;
+    for (const Value& item : list_items(value, entry)) {
+      const std::string& text = item.node.Scalar();
+      const bool ok = text.starts_with(prefix) && text.size() > prefix.size() &&
+                      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                          std::string::npos;
+      if (!ok) item.fail("must be " + entry + " (capitals, digits, '_'), got " + in_quotes(text));
+      if (std::find(out.begin(), out.end(), text) != out.end()) {
+        item.fail(in_quotes(text) + " is listed twice; list each variable once");
+      }
+      out.push_back(text);
+    }
+    return out;
+  }
+  void write(YAML::Emitter& out, const std::vector<std::string>& items) const {
+    write_list(out, items);
+  }
+};
 
 struct SizeRule {
   std::uint64_t min;
@@ -528,6 +572,19 @@ SectionSpec checks_section() {
        field("min_tflops_fraction", section, &S::min_tflops_fraction, kFraction)}};
 }
 
+SectionSpec audit_section() {
+  using S = AuditConfig;
+  const auto section = &Config::audit;
+  return {"audit",
+          {field("driver_min", section, &S::driver_min, VersionRule{}),
+           field("nccl_min", section, &S::nccl_min, VersionRule{}),
+           field("nic_rate_gbps", section, &S::nic_rate_gbps, RealRule{0, false, 1e5, false}),
+           field("governor", section, &S::governor, TextRule{}),
+           field("image", section, &S::image, TextRule{}),
+           field("allow_mig", section, &S::allow_mig, BoolRule{}),
+           field("allow_nccl", section, &S::allow_nccl, VariableListRule{"NCCL_"})}};
+}
+
 SectionSpec cost_section() {
   using S = CostConfig;
   const auto section = &Config::cost;
@@ -574,7 +631,8 @@ const KeySpec& phases_key() {
 const std::vector<SectionSpec>& sections() {
   static const std::vector<SectionSpec> kSections = {
       topology_section(),   collectives_section(), gemm_section(),   train_section(),
-      checkpoint_section(), linkscan_section(),    checks_section(), cost_section(),
+      checkpoint_section(), linkscan_section(),    checks_section(), audit_section(),
+      cost_section(),
       output_section(),     timeouts_section()};
   return kSections;
 }

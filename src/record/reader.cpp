@@ -218,6 +218,11 @@ std::vector<NodeInventory> RunFile::inventory() const {
         nodes[it->second].nics.push_back(std::move(row.nic));
       }
     }
+    for (tables::NodeFactRow& row : read_rows(file, schema::facts::kPath, tables::fact_fields())) {
+      if (auto it = by_index.find(row.node_index); it != by_index.end()) {
+        nodes[it->second].facts.push_back(std::move(row.fact));
+      }
+    }
     return nodes;
   });
 }

@@ -44,6 +44,10 @@ constexpr DatasetSpec kTables[] = {
      "one row per node: CPU, cores, memory, OS, kernel, driver and library versions"},
     {kInventoryGroup, "gpus", Elem::kTable, "GPUs", "", "one row per GPU per node", false},
     {kInventoryGroup, "nics", Elem::kTable, "NICs", "", "one row per NIC per node", false},
+    {kInventoryGroup, "facts", Elem::kTable, "facts", "",
+     "one row per node and fact of its set-up the audit checks: key, value ('unknown (why)' when "
+     "unreadable), where it was read",
+     false},
     {kAnalysisGroup, "checks", Elem::kTable, "findings", "",
      "the verdict's findings: check, status, subject_kind, subject, value, expected, unit, "
      "evidence, message, host, node, rank, corruption"},

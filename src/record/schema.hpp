@@ -203,6 +203,16 @@ inline constexpr const char* kNumaNode = "numa_node";
 inline constexpr const char* kPciBusId = "pci_bus_id";
 }  // namespace nics
 
+// /inventory/facts: one row per fact per node (node_index + NodeFact): the set-up the audit checks
+// (topology/node_facts.hpp lists the keys; docs/audit.md what each check makes of them).
+namespace facts {
+inline constexpr const char* kPath = "/inventory/facts";
+inline constexpr const char* kNodeIndex = "node_index";
+inline constexpr const char* kKey = "key";
+inline constexpr const char* kValue = "value";  // "unknown (why)" when it could not be read
+inline constexpr const char* kSource = "source";
+}  // namespace facts
+
 // ---- /clock ----  offsets of each rank's clock from rank 0's, and the ping-pong round trip.
 inline constexpr const char* kClockGroup = "/clock";
 inline constexpr Dataset<double> kClockOffsetUs{

@@ -27,11 +27,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankInfo, rank, node_index, local_rank, local
                                    gpu_note, nic, slurm_job_id, slurm_node_id, slurm_local_id,
                                    slurm_procid, slurm_topology_addr, slurm_topology_pattern,
                                    leaf_switch, block)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeFact, key, value, source)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeInventory, node_index, hostname, cpu_model, sockets, cores,
                                    pus, numa_nodes, memory_bytes, os, kernel, gpus, gpu_note, nics,
                                    gpu_driver, mpi_version, nccl_version, cuda_runtime_version,
                                    cuda_driver_version, hdf5_version, ucx_version, hwloc_version,
-                                   openblas_version)
+                                   openblas_version, facts)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckResult, name, status, reason)
 
 // Gathers one record per rank to `root` (empty vector elsewhere). Collective over `comm`.

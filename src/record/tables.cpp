@@ -137,4 +137,15 @@ const std::vector<Field<NodeNic>>& nic_fields() {
   return kFields;
 }
 
+const std::vector<Field<NodeFactRow>>& fact_fields() {
+  namespace c = schema::facts;
+  static const std::vector<Field<NodeFactRow>> kFields = {
+      field(c::kNodeIndex, &NodeFactRow::node_index),
+      field(c::kKey, &NodeFactRow::fact, &NodeFact::key),
+      field(c::kValue, &NodeFactRow::fact, &NodeFact::value),
+      field(c::kSource, &NodeFactRow::fact, &NodeFact::source),
+  };
+  return kFields;
+}
+
 }  // namespace shakedown::tables

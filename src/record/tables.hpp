@@ -24,6 +24,10 @@ struct NodeNic {
   int node_index = 0;
   NicInfo nic;
 };
+struct NodeFactRow {
+  int node_index = 0;
+  NodeFact fact;
+};
 
 // How a member type is stored: ints as int64, std::uint64_t as uint64, enums as their name.
 template <class V>
@@ -154,5 +158,6 @@ const std::vector<Field<Finding>>& finding_fields();
 const std::vector<Field<NodeInventory>>& node_fields();
 const std::vector<Field<NodeGpu>>& gpu_fields();
 const std::vector<Field<NodeNic>>& nic_fields();
+const std::vector<Field<NodeFactRow>>& fact_fields();
 
 }  // namespace shakedown::tables

@@ -171,17 +171,21 @@ void RunWriter::write_inventory(const std::vector<NodeInventory>& nodes) {
   require_open("write_inventory");
   std::vector<tables::NodeGpu> gpus;
   std::vector<tables::NodeNic> nics;
+  std::vector<tables::NodeFactRow> facts;
   for (const NodeInventory& node : nodes) {
     for (const GpuInfo& gpu : node.gpus) gpus.push_back({node.node_index, gpu});
     for (const NicInfo& nic : node.nics) nics.push_back({node.node_index, nic});
+    for (const NodeFact& fact : node.facts) facts.push_back({node.node_index, fact});
   }
   const h5::Table node_table = tables::to_table(nodes, tables::node_fields());
   const h5::Table gpu_table = tables::to_table(gpus, tables::gpu_fields());
   const h5::Table nic_table = tables::to_table(nics, tables::nic_fields());
+  const h5::Table fact_table = tables::to_table(facts, tables::fact_fields());
   edit("inventory", [&](hid_t file) {
     h5::write_table(file, schema::nodes::kPath, node_table, compression_);
     h5::write_table(file, schema::gpus::kPath, gpu_table, compression_);
     h5::write_table(file, schema::nics::kPath, nic_table, compression_);
+    h5::write_table(file, schema::facts::kPath, fact_table, compression_);
   });
 }
 

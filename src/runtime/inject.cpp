@@ -11,8 +11,8 @@
 namespace shakedown {
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kKinds = {"stall", "fail", "corrupt",
-                                                  "sdc",   "slow", "ioerror"};
+  static const std::vector<std::string> kKinds = {"stall", "fail",    "corrupt", "sdc",
+                                                  "slow",  "ioerror", "drift"};
   return kKinds;
 }
 
@@ -25,6 +25,7 @@ std::vector<std::string_view> planted_in(std::string_view kind) {
   if (kind == "sdc") return {"gemm", "train"};
   if (kind == "slow") return {"collectives", "gemm", "train", "checkpoint"};
   if (kind == "ioerror") return {"checkpoint"};
+  if (kind == "drift") return {"inventory"};
   return {};
 }
 
@@ -44,7 +45,9 @@ namespace {
       "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
       "writes "
       "or reads does), ioerror (checkpoint: the rank's first write call fails with EIO, as failing "
-      "storage does); step=N: the N-th "
+      "storage does), drift:node=N,field=F[,value=V] (inventory: node N records V, or its own "
+      "value with '-drifted', for the inventory field or fact F, e.g. kernel, gpu.driver, "
+      "nic.mlx5_0.fw); step=N: the N-th "
       "measured step of the phase, for stall, sdc and ioerror; factor=F > 1 for slow, default 2)");
 }
 
@@ -58,7 +61,10 @@ FaultSpec parse_fault(std::string_view spec) {
   if (std::find(fault_kinds().begin(), fault_kinds().end(), f.kind) == fault_kinds().end()) {
     fail(spec, "unknown fault kind '" + f.kind + "'");
   }
-  if (colon == std::string_view::npos) fail(spec, "missing rank= and phase=");
+  if (colon == std::string_view::npos) {
+    fail(spec, f.kind == "drift" ? "missing node= and field=" : "missing rank= and phase=");
+  }
+  bool have_node = false;
   bool have_rank = false;
   bool have_phase = false;
   std::string_view rest = spec.substr(colon + 1);
@@ -70,7 +76,26 @@ FaultSpec parse_fault(std::string_view spec) {
     if (eq == std::string_view::npos) fail(spec, "'" + std::string(item) + "' is not key=value");
     std::string key(item.substr(0, eq));
     std::string value(item.substr(eq + 1));
-    if (key == "rank") {
+    if (f.kind == "drift" && key == "node") {
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.node);
+      if (ec != std::errc{} || p != value.data() + value.size() || f.node < 0) {
+        fail(spec, "node must be a node number >= 0, got '" + value + "'");
+      }
+      have_node = true;
+    } else if (f.kind == "drift" && key == "field") {
+      // The names themselves are checked against the inventory's in app/ (topology/ owns them).
+      if (value.empty() ||
+          value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+              std::string::npos) {
+        fail(spec, "field must be an inventory field or fact name such as kernel, gpu.driver or "
+                   "nic.mlx5_0.fw, got '" + value + "'");
+      }
+      f.field = value;
+    } else if (f.kind == "drift" && key == "value") {
+      f.value = value;
+    } else if (f.kind == "drift" && key == "rank") {
+      fail(spec, "a drift fault is planted on a node (node=N), not a rank");
+    } else if (key == "rank") {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.rank);
       if (ec != std::errc{} || p != value.data() + value.size() || f.rank < 0) {
         fail(spec, "rank must be a rank number >= 0, got '" + value + "'");
@@ -112,14 +137,27 @@ FaultSpec parse_fault(std::string_view spec) {
       fail(spec, "unknown key '" + key + "'");
     }
   }
+  if (f.kind == "drift") {
+    if (!have_node) fail(spec, "missing node=N");
+    if (f.field.empty()) fail(spec, "missing field=F");
+    if (have_phase && f.phase != "inventory") fail(spec, "a drift fault is planted in inventory");
+    f.phase = "inventory";
+    f.rank = -1;
+    return f;
+  }
   if (!have_rank) fail(spec, "missing rank=R");
   if (!have_phase) fail(spec, "missing phase=P");
   return f;
 }
 
-void validate_faults(const std::vector<FaultSpec>& faults, int world_size,
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int node_count,
                      const std::vector<std::string>& phases_run) {
   for (const auto& f : faults) {
+    if (f.node >= node_count) {
+      throw UsageError("--inject " + f.text + ": node " + std::to_string(f.node) +
+                       " does not exist; this run has nodes 0.." + std::to_string(node_count - 1) +
+                       (node_count == 1 ? " (add --virtual-nodes 2 to pretend several)" : ""));
+    }
     if (f.rank >= world_size) {
       throw UsageError("--inject " + f.text + ": rank " + std::to_string(f.rank) +
                        " does not exist; this run has ranks 0.." + std::to_string(world_size - 1));
@@ -130,6 +168,14 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size,
                        "); the fault would never be planted. Add it with --phases");
     }
   }
+}
+
+std::vector<FaultSpec> FaultPlan::for_node(std::string_view kind, int node) const {
+  std::vector<FaultSpec> out;
+  for (const auto& f : faults_) {
+    if (f.kind == kind && f.node == node) out.push_back(f);
+  }
+  return out;
 }
 
 std::optional<FaultSpec> FaultPlan::find(std::string_view kind, int rank,

@@ -18,21 +18,28 @@ struct FaultSpec {
   // CPU from ranks sharing its cores; collectives: it sleeps (factor - 1) x its previous
   // iteration before it arrives at the next one), which the straggler checks must name;
   // ioerror: the rank's first checkpoint write call fails with EIO (in every checkpoint, or its
-  // N-th), which must end the run naming the path, errno and rank, without a hang.
+  // N-th), which must end the run naming the path, errno and rank, without a hang; drift: node
+  // `node`'s inventory records `value` for `field` (any fixed field or fact the audit compares),
+  // which the audit's drift check must name.
+  // An injected fault for a node (drift) has rank -1.
   std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
   int step = 0;       // stall/sdc: the whole phase (0) or only the phase's N-th measured step
   double factor = 2;  // slow: how many times slower
+  int node = -1;      // drift: the node made to differ
+  std::string field;  // drift: which inventory field or fact
+  std::string value;  // drift: what it records instead ("" = "<its value>-drifted")
   std::string text;   // the spec as written, for messages and the record
 };
 
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.
 FaultSpec parse_fault(std::string_view spec);
 
-// Checks the faults against the run: rank < world size, phase among those that run.
-void validate_faults(const std::vector<FaultSpec>& faults, int world_size,
+// Checks the faults against the run: rank < world size, node < node count, phase among those
+// that run.
+void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int node_count,
                      const std::vector<std::string>& phases_run);
 
 class FaultPlan {
@@ -41,6 +48,8 @@ class FaultPlan {
   explicit FaultPlan(std::vector<FaultSpec> faults) : faults_(std::move(faults)) {}
   // The fault of `kind` planted on `rank` in `phase`, if any.
   std::optional<FaultSpec> find(std::string_view kind, int rank, std::string_view phase) const;
+  // The faults of `kind` planted on node `node` (drift: one per field).
+  std::vector<FaultSpec> for_node(std::string_view kind, int node) const;
   const std::vector<FaultSpec>& all() const { return faults_; }
 
  private:

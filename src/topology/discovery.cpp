@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -22,10 +23,14 @@
 #include "topology/cpu_list.hpp"
 #include "topology/hwloc_util.hpp"
 #include "topology/network.hpp"
+#include "topology/node_facts.hpp"
 #include "topology/versions.hpp"
 
 #if SHAKEDOWN_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "core/gpu_libraries.hpp"
 #endif
 
 namespace shakedown {
@@ -233,28 +238,83 @@ void fill_locality(hwloc_topology_t topo, GpuInfo& gpu) {
   gpu.cpus = hu::list_string(loc->cpuset);
 }
 
-// nvmlReturn_t is a C enum: int-sized, 0 is NVML_SUCCESS.
+// nvmlReturn_t is a C enum: int-sized, 0 is NVML_SUCCESS; nvmlDevice_t an opaque pointer.
 using NvmlInitFn = int (*)();
 using NvmlDriverVersionFn = int (*)(char*, unsigned int);
 using NvmlShutdownFn = int (*)();
+using NvmlHandleByBusFn = int (*)(const char*, void**);
+using NvmlMigModeFn = int (*)(void*, unsigned int*, unsigned int*);
+using NvmlVbiosFn = int (*)(void*, char*, unsigned int);
+using NvmlErrorStringFn = const char* (*)(int);
+constexpr int kNvmlNotSupported = 3;
 
 struct DlClose {
   void operator()(void* handle) const { dlclose(handle); }
 };
 
-std::string driver_from_nvml() {
-  // No nvml.h ships here; NVML is optional at run time, so it is loaded, never linked.
+// What NVML tells about the node: the driver's version and, per GPU (by PCI bus id), its MIG mode
+// and VBIOS. No nvml.h ships here; NVML is optional at run time, so it is loaded, never linked.
+struct NvmlFacts {
+  std::string driver;  // "" when NVML is absent or failed
+  std::string why;     // why there is no driver version
+  std::map<std::string, std::pair<std::string, std::string>> gpus;  // bus id -> mig, vbios
+};
+
+NvmlFacts nvml_facts(const std::vector<GpuInfo>& gpus) {
+  NvmlFacts out;
   const std::unique_ptr<void, DlClose> lib(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL));
-  if (!lib) return {};
-  auto init = reinterpret_cast<NvmlInitFn>(dlsym(lib.get(), "nvmlInit_v2"));
-  auto version =
-      reinterpret_cast<NvmlDriverVersionFn>(dlsym(lib.get(), "nvmlSystemGetDriverVersion"));
-  auto shutdown = reinterpret_cast<NvmlShutdownFn>(dlsym(lib.get(), "nvmlShutdown"));
-  if (init == nullptr || version == nullptr || shutdown == nullptr || init() != 0) return {};
+  if (!lib) {
+    out.why = "libnvidia-ml.so.1 not loadable";
+    return out;
+  }
+  const auto sym = [&](const char* name) { return dlsym(lib.get(), name); };
+  auto init = reinterpret_cast<NvmlInitFn>(sym("nvmlInit_v2"));
+  auto version = reinterpret_cast<NvmlDriverVersionFn>(sym("nvmlSystemGetDriverVersion"));
+  auto shutdown = reinterpret_cast<NvmlShutdownFn>(sym("nvmlShutdown"));
+  auto by_bus = reinterpret_cast<NvmlHandleByBusFn>(sym("nvmlDeviceGetHandleByPciBusId_v2"));
+  auto mig = reinterpret_cast<NvmlMigModeFn>(sym("nvmlDeviceGetMigMode"));
+  auto vbios = reinterpret_cast<NvmlVbiosFn>(sym("nvmlDeviceGetVbiosVersion"));
+  auto error = reinterpret_cast<NvmlErrorStringFn>(sym("nvmlErrorString"));
+  const auto text = [&](int rc) {
+    return error != nullptr ? std::string(error(rc)) : "NVML error " + std::to_string(rc);
+  };
+  if (init == nullptr || version == nullptr || shutdown == nullptr) {
+    out.why = "libnvidia-ml.so.1 lacks nvmlInit_v2";
+    return out;
+  }
+  if (const int rc = init(); rc != 0) {
+    out.why = "nvmlInit: " + text(rc);
+    return out;
+  }
   char buffer[96] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
-  const int rc = version(buffer, sizeof buffer);
+  if (version(buffer, sizeof buffer) == 0) out.driver = buffer;
+  for (const GpuInfo& g : gpus) {
+    void* device = nullptr;
+    std::string mig_text = "unknown (NVML has no nvmlDeviceGetMigMode)";
+    std::string vbios_text = "unknown (NVML has no nvmlDeviceGetVbiosVersion)";
+    if (by_bus == nullptr) {
+      mig_text = vbios_text = "unknown (NVML has no nvmlDeviceGetHandleByPciBusId_v2)";
+    } else if (const int rc = by_bus(g.pci_bus_id.c_str(), &device); rc != 0) {
+      mig_text = vbios_text = "unknown (NVML: " + text(rc) + " for " + g.pci_bus_id + ")";
+    } else {
+      if (mig != nullptr) {
+        unsigned current = 0, pending = 0;
+        const int m = mig(device, &current, &pending);
+        mig_text = m == 0                   ? (current != 0 ? "enabled" : "disabled")
+                   : m == kNvmlNotSupported ? "not supported"
+                                            : "unknown (NVML: " + text(m) + ")";
+        if (m == 0 && pending != current) mig_text += " (a change is pending a GPU reset)";
+      }
+      if (vbios != nullptr) {
+        char v[64] = {};  // NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE is 32
+        const int b = vbios(device, v, sizeof v);
+        vbios_text = b == 0 ? std::string(v) : "unknown (NVML: " + text(b) + ")";
+      }
+    }
+    out.gpus[g.pci_bus_id] = {mig_text, vbios_text};
+  }
   shutdown();
-  return rc == 0 ? std::string(buffer) : std::string();
+  return out;
 }
 
 std::string driver_from_proc() {
@@ -273,6 +333,54 @@ std::string driver_from_proc() {
     }
   }
   return {};
+}
+
+// "9.0" from the CUDA device properties, "unknown (...)" when CUDA cannot say.
+std::string gpu_compute_capability(int index) {
+#if SHAKEDOWN_HAVE_CUDA
+  int major = 0, minor = 0;
+  const cudaError_t a = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index);
+  const cudaError_t b = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index);
+  if (a != cudaSuccess || b != cudaSuccess) {
+    return "unknown (" + cuda_error_note(a != cudaSuccess ? a : b) + ")";
+  }
+  return std::to_string(major) + "." + std::to_string(minor);
+#else
+  (void)index;
+  return "unknown (built without CUDA)";
+#endif
+}
+
+// What this build was compiled against, and the cuBLASLt it loads (only on a node with GPUs:
+// loading it costs about 200 MB).
+std::vector<NodeFact> build_facts(bool has_gpus) {
+  std::vector<NodeFact> out;
+#if SHAKEDOWN_HAVE_CUDA
+  out.push_back({"build.cuda_runtime",
+                 std::to_string(CUDART_VERSION / 1000) + "." +
+                     std::to_string(CUDART_VERSION % 1000 / 10),
+                 "cuda_runtime_api.h (linked statically)"});
+  out.push_back({"build.nccl",
+                 std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+                     std::to_string(NCCL_PATCH),
+                 "nccl.h"});
+  out.push_back({"build.cuda_archs", SHAKEDOWN_CUDA_ARCHS, "CMAKE_CUDA_ARCHITECTURES"});
+  if (has_gpus) {
+    std::string version;
+    try {
+      const std::size_t v = cublaslt_api().GetVersion();
+      version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                std::to_string(v % 100);
+    } catch (const Error& e) {
+      version = "unknown (" + std::string(e.what()) + ")";
+    }
+    out.push_back({"cublaslt.version", version, "cublasLtGetVersion"});
+  }
+#else
+  (void)has_gpus;
+  out.push_back({"build.cuda_runtime", "not built", "SHAKEDOWN_HAVE_CUDA"});
+#endif
+  return out;
 }
 
 }  // namespace
@@ -530,7 +638,8 @@ NodeInventory discover_node(const HwlocTopology& topology, int node_index) {
   n.gpus = std::move(cuda.gpus);
   if (n.gpus.empty()) n.gpu_note = with_pci_hint(cuda.note, topo);
   n.nics = list_nics(topology);
-  n.gpu_driver = driver_from_nvml();
+  const NvmlFacts nvml = nvml_facts(n.gpus);
+  n.gpu_driver = nvml.driver;
   if (n.gpu_driver.empty()) n.gpu_driver = driver_from_proc();
 
   const LibraryVersions v = library_versions();
@@ -542,6 +651,26 @@ NodeInventory discover_node(const HwlocTopology& topology, int node_index) {
   n.ucx_version = v.ucx;
   n.hwloc_version = v.hwloc;
   n.openblas_version = v.openblas;
+
+  // The set-up the audit checks: files under / and this process's environment, then what only
+  // the GPU libraries can tell.
+  n.facts = read_node_facts(FactSource::this_process(), n);
+  const auto add = [&](std::string key, std::string value, std::string source) {
+    n.facts.push_back({std::move(key), std::move(value), std::move(source)});
+  };
+  add("gpu.pci_count", std::to_string(hu::nvidia_gpus(topo).size()),
+      "hwloc: NVIDIA devices on the PCI bus");
+  for (const GpuInfo& g : n.gpus) {
+    const std::string key = "gpu." + std::to_string(g.index);
+    add(key + ".compute_capability", gpu_compute_capability(g.index), "CUDA device properties");
+    const auto it = nvml.gpus.find(g.pci_bus_id);
+    const std::string missing = "unknown (" + nvml.why + ")";
+    add(key + ".mig", it != nvml.gpus.end() ? it->second.first : missing, "NVML");
+    add(key + ".vbios", it != nvml.gpus.end() ? it->second.second : missing, "NVML");
+  }
+  for (NodeFact& f : build_facts(!n.gpus.empty())) n.facts.push_back(std::move(f));
+  std::stable_sort(n.facts.begin(), n.facts.end(),
+                   [](const NodeFact& a, const NodeFact& b) { return a.key < b.key; });
   return n;
 }
 

@@ -63,6 +63,17 @@ struct RankInfo {
   bool operator==(const RankInfo&) const = default;
 };
 
+// One fact of a node's set-up beyond the fixed fields below (topology/node_facts.hpp lists the
+// keys): "cpu.governor" = "performance", read from `source` (a file, "environment", ...). A value
+// that could not be read starts with "unknown" and says why.
+struct NodeFact {
+  std::string key;
+  std::string value;
+  std::string source;
+
+  bool operator==(const NodeFact&) const = default;
+};
+
 // One node's inventory (gathered from its local rank 0).
 struct NodeInventory {
   int node_index = 0;
@@ -78,6 +89,7 @@ struct NodeInventory {
   // library versions as topology/versions.hpp reports them ("not built", "unavailable (why)")
   std::string mpi_version, nccl_version, cuda_runtime_version, cuda_driver_version, hdf5_version,
       ucx_version, hwloc_version, openblas_version;
+  std::vector<NodeFact> facts;  // sorted by key
 
   bool operator==(const NodeInventory&) const = default;
 };

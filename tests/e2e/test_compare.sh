@@ -44,8 +44,10 @@ done
 ((false_alarms <= 1)) || fail "$false_alarms of 3 reruns compared as regressions (at most 1 allowed)"
 echo "reruns against the baseline: $false_alarms false regression(s) in 3"
 
-"$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/slow.h5" >"$TMP/out" 2>&1
-expect_rc 1 $? "the slowed rank"
+"$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/slow.h5" --detail >"$TMP/out" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || { cat "$TMP/out"; "$SHAKEDOWN" summary "$TMP/slow.h5" | grep -A3 "gemm"; }
+expect_rc 1 $rc "the slowed rank"
 expect_in "$TMP/out" "^  rank 1 \(host [^,]+, node 0\): gemm against its run's other ranks: [0-9]+% slower .* in 4/4" "rank 1 named in every shape"
 expect_in "$TMP/out" "^1 place\(s\) slower" "and nothing else"
 expect_in "$TMP/out" "^verdict: REGRESSED \(exit 1\)" "verdict"

@@ -43,7 +43,7 @@ constexpr std::size_t field_count() {
 static_assert(field_count<GpuInfo>() == 7, "GpuInfo changed: update serialize, tables, samples");
 static_assert(field_count<NicInfo>() == 4, "NicInfo changed: update serialize, tables, samples");
 static_assert(field_count<RankInfo>() == 26, "RankInfo changed: update serialize, tables, samples");
-static_assert(field_count<NodeInventory>() == 22,
+static_assert(field_count<NodeInventory>() == 23,
               "NodeInventory changed: update serialize, tables, samples");
 static_assert(field_count<CheckResult>() == 3,
               "CheckResult changed: update serialize, tables, samples");
@@ -126,6 +126,9 @@ NodeInventory sample_node() {
   n.ucx_version = "1.16.0";
   n.hwloc_version = "2.10.0";
   n.openblas_version = "0.3.26";
+  n.facts = {{"bios.version", "1.5.2", "/sys/class/dmi/id/bios_version"},
+             {"nccl.NCCL_ALGO", "Ring", "environment"},
+             {"pcie.acs", "unknown (run the audit as root)", "/sys/bus/pci/devices/*/config"}};
   return n;
 }
 
@@ -220,12 +223,13 @@ TEST(RecordSerialize, OperatorEqualsSeesEachField) {
 // ---- HDF5 columns ----
 
 // Columns per record: every scalar field, nested GpuInfo flattened into the rank row, the node's
-// GPU and NIC lists in their own tables keyed by node_index.
+// GPU, NIC and fact lists in their own tables keyed by node_index.
 TEST(RecordSerialize, TablesListEveryField) {
   EXPECT_EQ(tables::rank_fields().size(), field_count<RankInfo>() - 1 + field_count<GpuInfo>());
-  EXPECT_EQ(tables::node_fields().size(), field_count<NodeInventory>() - 2);
+  EXPECT_EQ(tables::node_fields().size(), field_count<NodeInventory>() - 3);
   EXPECT_EQ(tables::gpu_fields().size(), 1 + field_count<GpuInfo>());
   EXPECT_EQ(tables::nic_fields().size(), 1 + field_count<NicInfo>());
+  EXPECT_EQ(tables::fact_fields().size(), 1 + field_count<NodeFact>());
   EXPECT_EQ(tables::check_fields().size(), field_count<CheckResult>());
 }
 
@@ -251,6 +255,7 @@ TEST(RecordSerialize, FileRoundTripKeepsEveryField) {
   other.node_index = 5;
   other.nics.pop_back();
   other.gpus.clear();
+  other.facts.pop_back();
   const std::vector<NodeInventory> nodes = {sample_node(), other};
   const std::vector<CheckResult> checks = {sample_check(), CheckResult{}};
 

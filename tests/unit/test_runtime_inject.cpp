@@ -72,8 +72,37 @@ TEST(Inject, RejectsBadSpecsWithReason) {
 
 TEST(Inject, ValidatesAgainstTheRun) {
   std::vector<FaultSpec> f = {parse_fault("stall:rank=4,phase=inventory")};
-  EXPECT_THROW(validate_faults(f, 4, {"inventory"}), UsageError);
-  EXPECT_NO_THROW(validate_faults(f, 5, {"inventory"}));
+  EXPECT_THROW(validate_faults(f, 4, 1, {"inventory"}), UsageError);
+  EXPECT_NO_THROW(validate_faults(f, 5, 1, {"inventory"}));
   std::vector<FaultSpec> g = {parse_fault("stall:rank=0,phase=gemm")};
-  EXPECT_THROW(validate_faults(g, 4, {"inventory"}), UsageError);
+  EXPECT_THROW(validate_faults(g, 4, 1, {"inventory"}), UsageError);
+  // A drift fault is planted on a node: node numbers are checked, ranks are not.
+  std::vector<FaultSpec> d = {parse_fault("drift:node=1,field=kernel")};
+  EXPECT_THROW(validate_faults(d, 4, 1, {"inventory"}), UsageError);
+  EXPECT_NO_THROW(validate_faults(d, 4, 2, {"inventory"}));
+}
+
+TEST(Inject, DriftNamesANodeAndAField) {
+  const FaultSpec f = parse_fault("drift:node=2,field=gpu.driver,value=570.124.06");
+  EXPECT_EQ(f.node, 2);
+  EXPECT_EQ(f.rank, -1);
+  EXPECT_EQ(f.phase, "inventory");
+  EXPECT_EQ(f.field, "gpu.driver");
+  EXPECT_EQ(f.value, "570.124.06");
+  const FaultPlan plan({f});
+  EXPECT_EQ(plan.for_node("drift", 2).size(), 1u);
+  EXPECT_TRUE(plan.for_node("drift", 1).empty());
+  for (const auto& [spec, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"drift:field=kernel", "missing node=N"},
+           {"drift:node=1", "missing field=F"},
+           {"drift:node=1,field=ker nel", "field must be an inventory field"},
+           {"drift:rank=1,field=kernel", "planted on a node (node=N), not a rank"},
+           {"drift:node=1,field=kernel,phase=gemm", "only in phase inventory"}}) {
+    try {
+      parse_fault(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << spec << " -> " << e.what();
+    }
+  }
 }

@@ -48,12 +48,20 @@ struct Cell {
   bool unsupported = false, measured = false;
 };
 
-void format_checks_block(const Verdict& v, bool detail, std::ostringstream& os) {
+// `collapse_audit`: the audit's passed checks share one line (a run that measured something: its
+// summary must stay one screen); `shakedown audit` lists each with what it covered.
+void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
+                         std::ostringstream& os) {
   const auto groups = group_checks(v.findings);
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, audit_passed;
   for (const CheckGroup& g : groups) {
     if (g.status == CheckStatus::kSkip && !detail) {
       skipped.push_back(g.check);
+      continue;
+    }
+    if (g.status == CheckStatus::kPass && collapse_audit && !detail &&
+        (g.check.starts_with("audit.") || g.check == "inventory.coverage")) {
+      audit_passed.push_back(g.check);
       continue;
     }
     const Finding& first = *g.findings.front();
@@ -82,6 +90,15 @@ void format_checks_block(const Verdict& v, bool detail, std::ostringstream& os) 
       os << "         ... and " << others.size() - shown
          << " more (shakedown summary --detail lists them)\n";
     }
+  }
+  if (!audit_passed.empty()) {
+    // "inventory.coverage, audit: compatibility, drift, ..."
+    std::vector<std::string> names, audit;
+    for (const std::string& c : audit_passed) {
+      (c.starts_with("audit.") ? audit : names).push_back(c.starts_with("audit.") ? c.substr(6) : c);
+    }
+    if (!audit.empty()) names.push_back("audit: " + join(audit, ", "));
+    os << "  [PASS] " << join(names, ", ") << " (the nodes' set-up; --detail says what each covered)\n";
   }
   if (!skipped.empty()) {
     os << "  [SKIP] " << join(skipped, ", ") << " (not applicable here; --detail says why)\n";
@@ -232,7 +249,9 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
     os << '\n' << checkpoint_title(a.checkpoint) << '\n' << t;
   }
   os << "\nchecks" << (v.stored ? "" : " (recomputed from the measurements)") << '\n';
-  format_checks_block(v, detail, os);
+  const bool measured = std::any_of(a.facts.config.phases.begin(), a.facts.config.phases.end(),
+                                    [](const std::string& p) { return p != "inventory"; });
+  format_checks_block(v, detail, measured, os);
   if (const auto drain = drain_list(v.findings); !drain.empty()) {
     os << "\ndrain (failed checks attributable to one node; printed, not run"
        << (a.facts.meta.virtual_nodes > 0 ? "; virtual nodes: these name the host they share" : "")

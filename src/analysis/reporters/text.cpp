@@ -255,6 +255,10 @@ std::string format_inventory(const std::vector<NodeInventory>& nodes) {
        << or_dash(n.cuda_driver_version) << "; hdf5 " << or_dash(n.hdf5_version) << "; ucx "
        << or_dash(n.ucx_version) << "; hwloc " << or_dash(n.hwloc_version) << "; openblas "
        << or_dash(n.openblas_version) << '\n';
+    if (!n.facts.empty()) os << "    facts (what the audit checks, and where each was read):\n";
+    for (const NodeFact& f : n.facts) {
+      os << "      " << f.key << " = " << f.value << "  [" << f.source << "]\n";
+    }
   }
   return os.str();
 }

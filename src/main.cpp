@@ -19,14 +19,14 @@ std::string join_args(int argc, char** argv) {
   return s;
 }
 
-// A bad command line for `run` or `topo` is seen identically by every rank a launcher started:
+// A bad command line for `run`, `audit` or `topo` is seen identically by every rank a launcher started:
 // only the launcher's rank 0 prints it (MPI is not up yet, so the environment is all there is).
 // Every other subcommand runs alone and always prints its own errors, whatever the environment
 // says (SLURM_PROCID is set inside any job step).
 bool reports_parse_error(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "run" || arg == "topo") return shakedown::launcher_rank() == 0;
+    if (arg == "run" || arg == "topo" || arg == "audit") return shakedown::launcher_rank() == 0;
   }
   return true;
 }
@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
   using namespace shakedown;
   CLI::App app{
       "shakedown: acceptance test for multi-node GPU training clusters.\n"
-      "Launch `run` and `topo` with mpirun or srun; `plan`, `summary`, `compare` and `report` need "
-      "no MPI.",
+      "Launch `run` and `topo` with mpirun or srun; `audit` runs under them or alone (a Slurm "
+      "prolog); `plan`, `summary`, `compare` and `report` need no MPI.",
       "shakedown"};
   app.require_subcommand(0, 1);
   bool show_version = false;
@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
                       "corrupt:rank=R,phase=collectives (rank R's results are changed), "
                       "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips), "
                       "slow:rank=R,phase=gemm|collectives[,factor=F] (rank R's GEMMs take F "
-                      "times as long, or it arrives late at every collective; default F 2)");
+                      "times as long, or it arrives late at every collective; default F 2), "
+                      "drift:node=N,field=F[,value=V] (node N's inventory records another "
+                      "value for field F: the audit's self-test)");
 
   run_cmd
       ->add_option("--report", run.reports,
@@ -84,6 +86,30 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--progress", run.progress,
                     "Show a progress line with ETA on stderr (rank 0). Default: only when stderr "
                     "is a terminal, which it is not under mpirun (it forwards through a pipe)");
+
+  RunOptions audit;
+  audit.audit = true;
+  auto* audit_cmd = app.add_subcommand(
+      "audit",
+      "Check every node's set-up (driver, CUDA, NCCL compatibility; drift across nodes; NCCL "
+      "settings, GPUDirect RDMA, ACS, governor; GPUs and NICs visible; container), in seconds "
+      "and with no timed work. Under mpirun or srun (one rank per node is enough), or alone on "
+      "one node as a Slurm prolog. Exit 0 passed, 1 a check failed, 2 bad input, 3 a fault");
+  audit_cmd->add_option("--config", audit.config_path,
+                        "YAML config: its audit, topology and checks sections (default: built-in)");
+  audit_cmd->add_option("--set", audit.sets, "Override a config key: key.path=value (repeatable)");
+  audit_cmd
+      ->add_option("--virtual-nodes", audit.virtual_nodes,
+                   "Split each host's ranks into N pretend nodes")
+      ->check(CLI::Range(0, 4096));
+  audit_cmd->add_option("--json", audit.json_out,
+                        "Also write the findings as a JSON report (docs/report-schema.json) to FILE");
+  audit_cmd->add_option("--out", audit.out,
+                        "Keep the run file (the inventory and findings) as FILE; by default none "
+                        "is kept");
+  audit_cmd->add_option("--inject", audit.injects,
+                        "Self-test: drift:node=N,field=F[,value=V] makes node N record another "
+                        "value for an inventory field or fact (repeatable)");
 
   TopoOptions topo;
   auto* topo_cmd =
@@ -222,6 +248,10 @@ int main(int argc, char** argv) {
     if (*run_cmd) {
       run.command_line = join_args(argc, argv);
       return run_command(run, &argc, &argv);
+    }
+    if (*audit_cmd) {
+      audit.command_line = join_args(argc, argv);
+      return run_command(audit, &argc, &argv);
     }
     if (*topo_cmd) return topo_command(topo, &argc, &argv);
     if (*plan_cmd) return plan_command(plan);

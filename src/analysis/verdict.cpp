@@ -50,6 +50,9 @@ std::string tested_text(const RunAnalysis& a) {
     parts.push_back(plural(a.checkpoint.summary.iters, "checkpoint", "checkpoints") + " of " +
                     plural(a.checkpoint.summary.world, "shard", "shards"));
   }
+  if (parts.empty() && a.facts.asked_for("inventory")) {
+    parts.push_back("the set-up of every node (an audit: no measurement)");
+  }
   if (parts.empty()) parts.push_back("no measurement");
   const RunMeta& m = a.facts.meta;
   return join(parts, ", ") + " on " +

@@ -18,6 +18,10 @@ struct RunOptions {
   std::string baseline;              // --baseline FILE: compare with it at the end ("" none)
   bool progress = false;             // --progress: show it even when stderr is no terminal
   std::string command_line;          // as typed, for the record
+  // `shakedown audit`: the inventory phase alone, its file kept only with --out, the summary's
+  // checks each on its line, and --json FILE.
+  bool audit = false;
+  std::string json_out;  // --json FILE ("" none)
 };
 
 int run_command(const RunOptions& options, int* argc, char*** argv);

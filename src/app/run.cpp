@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -95,6 +98,8 @@ std::vector<std::string> implemented_phases() {
 Config effective_config(const RunOptions& o) {
   std::vector<std::string> sets = o.sets;
   if (o.virtual_nodes) sets.push_back("topology.virtual_nodes=" + std::to_string(*o.virtual_nodes));
+  // An audit is the inventory alone, whatever phases the config file lists.
+  if (o.audit) sets.push_back("phases=[inventory]");
   if (!o.phases.empty()) {
     std::vector<std::string_view> known(pipeline_phases().begin(), pipeline_phases().end());
     for (const auto& name : o.phases) {
@@ -259,12 +264,32 @@ std::filesystem::path report_path(const std::filesystem::path& out, std::string_
   return p;
 }
 
+// Where an audit's run file goes when no --out keeps it: a folder of its own under $TMPDIR (or
+// /tmp), removed with the file once the summary is out. ("" on other ranks.)
+std::filesystem::path audit_scratch_file() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                      "/shakedown-audit.XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {
+    throw RuntimeFault("audit: cannot make a scratch folder " + templ + ": " +
+                       std::strerror(errno) + "; set TMPDIR to a writable folder or keep the "
+                       "file with --out FILE");
+  }
+  return std::filesystem::path(templ) / "audit.h5";
+}
+
 int report_from_file(const Context& ctx, const std::filesystem::path& out, const Reports& reports,
-                     const std::string& baseline) {
+                     const std::string& baseline, const RunOptions& options, bool scratch) {
   if (!ctx.is_root()) return 0;
   const RunFile file = RunFile::open(out);
   const RunAnalysis analysis = analyze_stored(file);
-  std::cout << format_summary(file, analysis, /*detail=*/false) << std::flush;
+  std::string summary = format_summary(file, analysis, /*detail=*/false);
+  if (scratch) {
+    // The file goes with the audit: do not name it as if it stayed.
+    summary = "shakedown audit (no file kept: --out FILE keeps one)" +
+              summary.substr(std::min(summary.find('\n'), summary.size()));
+  }
+  std::cout << summary << std::flush;
   int code = static_cast<int>(analysis.verdict.code);
   // The run file is complete and named: a report or comparison that cannot be made is said and
   // makes the exit code 3, but takes nothing from the run.
@@ -310,6 +335,16 @@ int report_from_file(const Context& ctx, const std::filesystem::path& out, const
     write("HTML report", ".html",
           [&] { return format_html(file, analysis, comparison ? &*comparison : nullptr); });
   }
+  if (!options.json_out.empty()) {
+    try {
+      write_report_file(options.json_out,
+                        format_report(ReportFormat::kJson, file, analysis, /*detail=*/false));
+      std::fprintf(stderr, "shakedown: wrote the json report %s\n", options.json_out.c_str());
+    } catch (const Error& e) {
+      report_error(e);
+      code = std::max(code, static_cast<int>(ExitCode::kRuntime));
+    }
+  }
   return code;
 }
 
@@ -344,13 +379,22 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     const bool checkpoint =
         std::find(config.phases.begin(), config.phases.end(), "checkpoint") != config.phases.end();
     if (checkpoint) agreed(ctx.world(), [&] { check_checkpoint_dir(ctx, config.checkpoint); });
-    const std::filesystem::path out = bcast_string(
-        ctx.world(), 0, ctx.is_root() ? choose_output(config, options.out).string() : "");
+    // An audit keeps its file only when asked to (--out): a Slurm prolog leaves nothing behind.
+    const bool scratch = options.audit && options.out.empty();
+    std::string chosen;
+    agreed(ctx.world(), [&] {
+      if (ctx.is_root()) {
+        chosen = scratch ? audit_scratch_file().string() : choose_output(config, options.out).string();
+      }
+    });
+    const std::filesystem::path out = bcast_string(ctx.world(), 0, chosen);
     if (checkpoint) check_checkpoint_shared(ctx, config.checkpoint, out.parent_path());
     check_baseline(ctx, options.baseline, out);
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
     guard.disarm();
-    if (ctx.is_root()) std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
+    if (ctx.is_root() && !scratch) {
+      std::fprintf(stderr, "shakedown: writing %s\n", out.string().c_str());
+    }
 
     // From here a failure may be one rank's alone: the watchdog records it and ends the job.
     auto watchdog = make_watchdog(
@@ -359,7 +403,12 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     run_guarded(ctx, *watchdog, [&] {
       run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
       watchdog->step("summary");
-      code = report_from_file(ctx, out, reports, options.baseline);
+      code = report_from_file(ctx, out, reports, options.baseline, options, scratch);
+      if (scratch && ctx.is_root()) {
+        std::error_code ec;  // the file and the folder the audit made, nothing else
+        std::filesystem::remove(out, ec);
+        std::filesystem::remove(out.parent_path(), ec);
+      }
     });
     SD_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world()));
     watchdog->stop();

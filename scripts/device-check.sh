@@ -3,8 +3,9 @@
 # GPU tests (tests/gpu: the NCCL backend, the pattern and FP8 kernels, the cuBLASLt GEMM engine
 # against the CPU engine on one GPU), the FP8 vs BF16 cuBLASLt benchmark (bench/bench_gemm_gpu:
 # TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100 SXM/H200) and one `shakedown run` of the
-# collectives (NCCL) and gemm (cuBLASLt) phases, and one of the train phase with its GEMMs on
-# cuBLASLt (host-staged operands); prints a short table and exits non-zero when anything
+# collectives (NCCL) and gemm (cuBLASLt) phases, `shakedown audit` of the node (the real driver,
+# CUDA, NCCL and cuBLASLt versions, MIG, GPUDirect RDMA), and one run of the train phase with its
+# GEMMs on cuBLASLt (host-staged operands); prints a short table and exits non-zero when anything
 # failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
 #
 # Usage:
@@ -306,6 +307,25 @@ if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then
   [[ $prc -le 1 ]] || tail -40 "$out/phases.log"
 elif [[ -n "$phase_skip" ]]; then
   results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|$phase_skip")
+fi
+
+# ---------------------------------------------------------------- audit of the real node
+if [[ -n "$shakedown_bin" ]] && (($(left) > 20)); then
+  # The real driver, CUDA, NCCL and cuBLASLt versions, MIG, compute capability against the
+  # build's architectures, GPUDirect RDMA, ACS: one rank, seconds (docs/audit.md).
+  timeout "$(slice 60)" "$shakedown_bin" audit --out "$out/audit.h5" --json "$out/audit.json"     >"$out/audit.log" 2>&1
+  arc=$?
+  case $arc in
+    0 | 1) results+=("shakedown audit (this node)|OK|$(sed -n 's/^verdict: \(.\{0,60\}\).*/\1/p' "$out/audit.log")") ;;
+    *)
+      results+=("shakedown audit (this node)|FAILED|exit code $arc, see $out/audit.log")
+      failed=1
+      ;;
+  esac
+  sed -n '/^inventory/p; /audit\./p' "$out/audit.log" | cut -c1-200 | head -14
+  "$shakedown_bin" summary --detail "$out/audit.h5" 2>/dev/null |
+    grep -E '^      (build\.|cublaslt|gpu\.0\.|gpu\.kernel|gdr\.|pcie\.acs|nccl\.)' | head -14
+  [[ $arc -le 1 ]] || tail -30 "$out/audit.log"
 fi
 
 # ---------------------------------------------------------------- train phase on cuBLASLt

@@ -154,7 +154,17 @@ bool arch_listed(const std::string& archs, long major, long minor, bool* jit) {
 
 void compatibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
                    std::vector<Finding>& out) {
-  const AuditConfig& want = facts.config.audit;
+  // The config's minimums, else the platform's.
+  AuditConfig want = facts.config.audit;
+  std::string driver_from = "audit.driver_min", nccl_from = "audit.nccl_min";
+  if (want.driver_min.empty() && facts.platform && !facts.platform->driver_min.empty()) {
+    want.driver_min = facts.platform->driver_min;
+    driver_from = "platform " + facts.platform->name;
+  }
+  if (want.nccl_min.empty() && facts.platform && !facts.platform->nccl_min.empty()) {
+    want.nccl_min = facts.platform->nccl_min;
+    nccl_from = "platform " + facts.platform->name;
+  }
   std::size_t gpu_nodes = 0, gpus = 0;
   std::vector<Finding> bad;
   for (const NodeView& v : nodes) {
@@ -195,11 +205,11 @@ void compatibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
     }
     if (!want.driver_min.empty() && v.known("gpu.driver") &&
         compare_versions(driver, want.driver_min) < 0) {
-      fail("driver " + driver + " is older than audit.driver_min " + want.driver_min +
+      fail("driver " + driver + " is older than " + driver_from + "'s " + want.driver_min +
            ": update the driver or drain the node");
     } else if (!want.driver_min.empty() && has_gpus && !v.known("gpu.driver")) {
-      warn("the driver version could not be read (" + v.text("gpu.driver") +
-           "), so audit.driver_min " + want.driver_min + " was not checked");
+      warn("the driver version could not be read (" + v.text("gpu.driver") + "), so " +
+           driver_from + "'s " + want.driver_min + " was not checked");
     }
     // NCCL: the library loaded at run time against the one compiled against.
     const std::string built = v.text("build.nccl"), loaded = v.text("nccl");
@@ -215,7 +225,7 @@ void compatibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
       }
     }
     if (!want.nccl_min.empty() && v.known("nccl") && compare_versions(loaded, want.nccl_min) < 0) {
-      fail("NCCL " + loaded + " is older than audit.nccl_min " + want.nccl_min);
+      fail("NCCL " + loaded + " is older than " + nccl_from + "'s " + want.nccl_min);
     }
     // Each GPU: FP8, the build's architectures, MIG.
     const std::string archs = v.text("build.cuda_archs");

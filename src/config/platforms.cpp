@@ -68,10 +68,15 @@ Platform parse(std::string_view name, std::string_view text) {
     if (const YAML::Node a = root["audit"]) {
       for (const auto& entry : a) {
         const auto key = entry.first.as<std::string>();
-        if (key != "gpus_per_node" && key != "nic_rate_gbps") bad(name, "unknown key audit." + key);
+        if (key != "gpus_per_node" && key != "nic_rate_gbps" && key != "driver_min" &&
+            key != "nccl_min") {
+          bad(name, "unknown key audit." + key);
+        }
       }
       p.gpus_per_node = a["gpus_per_node"].as<int>(0);
       p.nic_rate_gbps = a["nic_rate_gbps"].as<double>(0);
+      p.driver_min = a["driver_min"].as<std::string>("");
+      p.nccl_min = a["nccl_min"].as<std::string>("");
       if (p.gpus_per_node < 0 || !(p.nic_rate_gbps >= 0)) {
         bad(name, "audit.gpus_per_node and audit.nic_rate_gbps must be >= 0");
       }

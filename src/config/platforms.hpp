@@ -26,6 +26,7 @@ struct Platform {
   // audit: what every node of this kind has (0: not said)
   int gpus_per_node = 0;
   double nic_rate_gbps = 0;  // each InfiniBand port's rate (Gb/s, as /sys/class/infiniband says)
+  std::string driver_min, nccl_min;  // least versions ("" none; audit.* keys of a config win)
 };
 
 // Every built-in platform, in name order. InternalError when a built-in file is malformed (a

@@ -227,11 +227,11 @@ TEST(Audit, NcclLoadedAgainstBuiltAndMinimums) {
   facts.config.audit.nccl_min = "2.29";
   facts.config.audit.driver_min = "580.95.05";
   EXPECT_THAT(one(audit_findings(nodes, facts), "audit.compatibility").message,
-              HasSubstr("older than audit.nccl_min 2.29"));
+              HasSubstr("older than audit.nccl_min's 2.29"));
   facts.config.audit.nccl_min = "";
   nodes[0].gpu_driver = "580.82.07";
   EXPECT_THAT(one(audit_findings(nodes, facts), "audit.compatibility").message,
-              HasSubstr("driver 580.82.07 is older than audit.driver_min 580.95.05"));
+              HasSubstr("driver 580.82.07 is older than audit.driver_min's 580.95.05"));
 }
 
 TEST(Audit, ComputeCapabilityFp8AndMig) {

@@ -84,3 +84,17 @@ expect_readable_incomplete() {
       "$1" "$2" || fail "h5py cannot read the file $4 left"
   fi
 }
+
+# ---- a real single-node Slurm for the test (scripts/start-slurm.sh), stopped on exit ----
+# start_test_slurm START-SLURM-OPTIONS...: as root only (else the test is skipped); the cluster
+# lives in $TMP/slurm, SLURM_CONF is exported, and the EXIT trap stops exactly what it started.
+start_test_slurm() {
+  [[ $(id -u) -eq 0 ]] || skip "needs root: scripts/start-slurm.sh runs slurmctld and slurmd as root"
+  slurm_dir=$TMP/slurm
+  # mktemp -d folders are 0700; munged (as the munge user) must reach its socket folder below.
+  chmod 711 "$TMP"
+  trap '"$SHAKEDOWN_SOURCE_DIR/scripts/start-slurm.sh" --stop --dir "$slurm_dir" || true; rm -rf "$TMP"' EXIT
+  "$SHAKEDOWN_SOURCE_DIR/scripts/start-slurm.sh" --dir "$slurm_dir" "$@" >"$TMP/start.out" 2>&1 ||
+    { cat "$TMP/start.out"; fail "start-slurm.sh"; }
+  export SLURM_CONF=$slurm_dir/etc/slurm.conf
+}

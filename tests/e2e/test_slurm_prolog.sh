@@ -6,16 +6,8 @@
 # config error of the audit's own does not drain. The test restores the configuration it changed
 # (the Prolog line) and undrains the node; Slurm is stopped (by pid) whatever happens.
 source "$(dirname "$0")/lib.sh"
-[[ $(id -u) -eq 0 ]] || skip "needs root: scripts/start-slurm.sh runs slurmctld and slurmd as root"
-
 src=$SHAKEDOWN_SOURCE_DIR
-slurm_dir=$TMP/slurm
-chmod 711 "$TMP"
-stop_slurm() { "$src/scripts/start-slurm.sh" --stop --dir "$slurm_dir" || true; }
-trap 'stop_slurm; rm -rf "$TMP"' EXIT
-"$src/scripts/start-slurm.sh" --dir "$slurm_dir" --cpus 2 --timeout 30 >"$TMP/start.out" 2>&1 ||
-  { cat "$TMP/start.out"; fail "start-slurm.sh"; }
-export SLURM_CONF=$slurm_dir/etc/slurm.conf
+start_test_slurm --cpus 2 --timeout 30
 node=$(sinfo -h -o %N | head -n 1)
 cp "$SLURM_CONF" "$TMP/slurm.conf.orig"
 

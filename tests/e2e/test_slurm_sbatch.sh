@@ -5,19 +5,9 @@
 # id, node id and leaf switch in /topology/ranks), the summary and the watchdog's message in the
 # job's output. Slurm is stopped (by pid) whatever happens.
 source "$(dirname "$0")/lib.sh"
-[[ $(id -u) -eq 0 ]] || skip "needs root: scripts/start-slurm.sh runs slurmctld and slurmd as root"
-
 src=$SHAKEDOWN_SOURCE_DIR
-slurm_dir=$TMP/slurm
-# mktemp -d folders are 0700; munged (as the munge user) must reach its socket folder below.
-chmod 711 "$TMP"
-stop_slurm() { "$src/scripts/start-slurm.sh" --stop --dir "$slurm_dir" || true; }
-trap 'stop_slurm; rm -rf "$TMP"' EXIT
-
 start=$(date +%s)
-"$src/scripts/start-slurm.sh" --dir "$slurm_dir" --cpus 4 --gpus 4 --timeout 30 >"$TMP/start.out" 2>&1 ||
-  { cat "$TMP/start.out"; fail "start-slurm.sh"; }
-export SLURM_CONF=$slurm_dir/etc/slurm.conf
+start_test_slurm --cpus 4 --gpus 4 --timeout 30
 # Idempotent: a second start finds the cluster up and starts nothing.
 "$src/scripts/start-slurm.sh" --dir "$slurm_dir" --timeout 10 >"$TMP/start2.out" 2>&1 ||
   { cat "$TMP/start2.out"; fail "second start-slurm.sh"; }

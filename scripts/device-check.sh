@@ -3,7 +3,8 @@
 # GPU tests (tests/gpu: the NCCL backend, the pattern and FP8 kernels, the cuBLASLt GEMM engine
 # against the CPU engine on one GPU), the FP8 vs BF16 cuBLASLt benchmark (bench/bench_gemm_gpu:
 # TFLOP/s per shape, >= 1300 FP8 at 8192^3 on H100 SXM/H200) and one `shakedown run` of the
-# collectives (NCCL) and gemm (cuBLASLt) phases, `shakedown audit` of the node (the real driver,
+# collectives (NCCL) and gemm (cuBLASLt) phases, the devices phase on the GPU (HBM copy and triad,
+# copy-engine and pinned host<->device copies, the PCIe link), `shakedown audit` of the node (the real driver,
 # CUDA, NCCL and cuBLASLt versions, MIG, GPUDirect RDMA), and one run of the train phase with its
 # GEMMs on cuBLASLt (host-staged operands); prints a short table and exits non-zero when anything
 # failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
@@ -307,6 +308,43 @@ if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 60)); then
   [[ $prc -le 1 ]] || tail -40 "$out/phases.log"
 elif [[ -n "$phase_skip" ]]; then
   results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|$phase_skip")
+fi
+
+# ---------------------------------------------------------------- devices phase on the GPU
+if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 40)); then
+  # 1 rank on this GPU: HBM copy and triad kernels and the copy-engine D2D copy over 1 GiB
+  # buffers, pinned H2D/D2H (one way and both), free memory and the PCIe link under load. Pairs
+  # need two GPUs and say so. The figures against the H200's 4.8 TB/s and PCIe Gen5 x16
+  # (~63 GB/s a direction), and copy kernel / cudaMemcpyAsync D2D (target >= 0.9), from the file.
+  timeout "$(slice 90)" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases devices \
+    --set devices.path=cuda --out "$out/devices.h5" >"$out/devices.log" 2>&1
+  drc=$?
+  case $drc in
+    0 | 1) results+=("shakedown run devices (GPU memory, PCIe)|OK|$(sed -n 's/^verdict: \(.\{0,60\}\).*/\1/p' "$out/devices.log")") ;;
+    2) results+=("shakedown run devices (GPU memory, PCIe)|N/A|usage error: $(grep -m 1 -iE 'error' "$out/devices.log" | cut -c1-80)") ;;
+    *)
+      results+=("shakedown run devices (GPU memory, PCIe)|FAILED|exit code $drc, see $out/devices.log")
+      failed=1
+      ;;
+  esac
+  sed -n '/^devices (/,/^$/p; /devices\./p' "$out/devices.log" | cut -c1-200 | head -16
+  [[ $drc -le 1 ]] || tail -30 "$out/devices.log"
+  [[ -f "$out/devices.h5" ]] && python3 - "$out/devices.h5" <<'PY' || true
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+med = lambda t: float(np.nanmedian(f["/devices/memory/%s/alone_GBps" % t][()]))
+for t, ref, what in (("copy", 4800, "of H200 4.8 TB/s"), ("triad", 4800, "of H200 4.8 TB/s"),
+                     ("ce_copy", 4800, "of H200 4.8 TB/s"), ("h2d", 63, "of PCIe Gen5 x16"),
+                     ("d2h", 63, "of PCIe Gen5 x16")):
+    if "/devices/memory/" + t in f:
+        print("  devices %-8s %8.1f GB/s  %3.0f%% %s" % (t, med(t), 100 * med(t) / ref, what))
+if "/devices/memory/ce_copy" in f:
+    print("  copy kernel / cudaMemcpyAsync D2D: %.2f (target >= 0.9)" % (med("copy") / med("ce_copy")))
+if "/devices/pcie_current_GTs" in f:
+    g = lambda n: f["/devices/" + n][()][0]
+    print("  PCIe under load: %g GT/s x%d of %g GT/s x%d" % (g("pcie_current_GTs"), g("pcie_current_width"), g("pcie_max_GTs"), g("pcie_max_width")))
+print("  free after the runtime started: %.1f GiB" % (f["/devices/free_bytes"][()][0] / 2**30))
+PY
 fi
 
 # ---------------------------------------------------------------- audit of the real node

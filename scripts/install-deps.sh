@@ -15,7 +15,7 @@ packages=(
   python3 python3-h5py python3-pandas python3-jsonschema python3-prometheus-client
   slurmctld slurmd slurm-client munge
   clang libclang-rt-14-dev llvm
-  fio
+  fio mbw
   libjs-chart.js chromium python3-pil
 )
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
@@ -24,7 +24,8 @@ packages=(
 # docs/report-schema.json and parse the Prometheus textfile with the client's own parser.
 # libjs-chart.js: Chart.js, which the HTML report inlines (built into the binary);
 # chromium, python3-pil: the e2e test renders the report headless and checks the picture.
-# fio: the baseline bench/bench_checkpoint.sh measures the checkpoint phase against.
+# fio: the baseline bench/bench_checkpoint.sh measures the checkpoint phase against; mbw: the
+# memcpy baseline of bench/bench_devices.sh.
 
 missing=()
 for p in "${packages[@]}"; do

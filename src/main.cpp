@@ -19,9 +19,9 @@ std::string join_args(int argc, char** argv) {
   return s;
 }
 
-// A bad command line for `run`, `audit` or `topo` is seen identically by every rank a launcher started:
-// only the launcher's rank 0 prints it (MPI is not up yet, so the environment is all there is).
-// Every other subcommand runs alone and always prints its own errors, whatever the environment
+// A bad command line for `run`, `audit` or `topo` is seen identically by every rank a launcher
+// started: only the launcher's rank 0 prints it (MPI is not up yet, so the environment is all there
+// is). Every other subcommand runs alone and always prints its own errors, whatever the environment
 // says (SLURM_PROCID is set inside any job step).
 bool reports_parse_error(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -56,9 +56,10 @@ int main(int argc, char** argv) {
                    "Split each host's ranks into N pretend nodes")
       ->check(CLI::Range(0, 4096));
   run_cmd
-      ->add_option("--phases", run.phases,
-                   "Comma-separated phases to run (inventory,linkscan,collectives,gemm,train,"
-                   "checkpoint), in pipeline order")
+      ->add_option(
+          "--phases", run.phases,
+          "Comma-separated phases to run (inventory,devices,linkscan,collectives,gemm,train,"
+          "checkpoint), in pipeline order")
       ->delimiter(',');
   run_cmd->add_option("--set", run.sets, "Override a config key: key.path=value (repeatable)");
   run_cmd->add_option("--inject", run.injects,
@@ -67,8 +68,9 @@ int main(int argc, char** argv) {
                       "fail:rank=R,phase=P (rank R fails there), "
                       "corrupt:rank=R,phase=collectives (rank R's results are changed), "
                       "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips), "
-                      "slow:rank=R,phase=gemm|collectives[,factor=F] (rank R's GEMMs take F "
-                      "times as long, or it arrives late at every collective; default F 2), "
+                      "slow:rank=R,phase=devices|gemm|collectives|train|checkpoint[,factor=F] "
+                      "(rank R's device copies or GEMMs take F times as long, or it arrives late "
+                      "at every collective; default F 2), "
                       "drift:node=N,field=F[,value=V] (node N's inventory records another "
                       "value for field F: the audit's self-test)");
 
@@ -102,8 +104,9 @@ int main(int argc, char** argv) {
       ->add_option("--virtual-nodes", audit.virtual_nodes,
                    "Split each host's ranks into N pretend nodes")
       ->check(CLI::Range(0, 4096));
-  audit_cmd->add_option("--json", audit.json_out,
-                        "Also write the findings as a JSON report (docs/report-schema.json) to FILE");
+  audit_cmd->add_option(
+      "--json", audit.json_out,
+      "Also write the findings as a JSON report (docs/report-schema.json) to FILE");
   audit_cmd->add_option("--out", audit.out,
                         "Keep the run file (the inventory and findings) as FILE; by default none "
                         "is kept");

@@ -503,6 +503,10 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   if (before.has("/linkscan") || after.has("/linkscan")) {
     c.not_compared.push_back("linkscan (not compared by this version)");
   }
+  if (before.has(schema::kDevicesGroup) || after.has(schema::kDevicesGroup)) {
+    c.not_compared.push_back(
+        "devices (not compared by this version: each run's devices.* checks judge it)");
+  }
   if (c.items.empty()) {
     throw UsageError("compare: " + c.before_path + " and " + c.after_path +
                      " have no measurement in common (collectives sizes, GEMM shapes, train "

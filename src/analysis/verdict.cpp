@@ -1,6 +1,7 @@
 #include "analysis/verdict.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "analysis/audit.hpp"
@@ -38,6 +39,19 @@ std::string tested_text(const RunAnalysis& a) {
     if (s.measured() == 0) continue;
     ++sweeps;
     sizes += s.measured();
+  }
+  if (a.devices.ran) {
+    std::size_t pairs = 0;
+    for (const DevicesNode& n : a.devices.nodes) {
+      if (n.modes.empty()) continue;
+      for (std::size_t s = 0; s < n.modes.front().g; ++s) {
+        for (std::size_t t = 0; t < n.modes.front().g; ++t) {
+          pairs += std::isnan(n.modes.front().median(s, t)) ? 0 : 1;
+        }
+      }
+    }
+    parts.push_back(plural(a.devices.world, "device", "devices") +
+                    (pairs > 0 ? " and " + plural(pairs, "pair", "pairs") : ""));
   }
   if (a.collectives.ran) {
     parts.push_back(plural(sweeps, "sweep", "sweeps") + " (" + plural(sizes, "size", "sizes") +
@@ -126,6 +140,7 @@ Verdict decide(const RunFile& file, const RunAnalysis& a, std::vector<Finding> f
 RunAnalysis measure(const RunFile& file) {
   RunAnalysis a;
   a.facts = read_run_facts(file);
+  a.devices = devices_findings(file, a.facts);
   a.collectives = read_collectives(file);
   a.gemm = gemm_findings(file, a.facts);
   a.train = train_findings(file, a.facts, a.gemm);
@@ -203,7 +218,7 @@ RunAnalysis analyze(const RunFile& file) {
   std::vector<Finding> findings = placement_checks(a.facts);
   for (auto&& part :
        {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
-        audit_checks(file, a.facts),
+        audit_checks(file, a.facts), a.devices.findings,
         collectives_checks(file, a.facts, a.collectives), platform_checks(a.facts, a.collectives),
         a.gemm.findings, a.train.findings, a.checkpoint.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());

@@ -8,6 +8,7 @@
 
 #include "analysis/checkpoint_report.hpp"
 #include "analysis/collectives_data.hpp"
+#include "analysis/devices_report.hpp"
 #include "analysis/gemm_report.hpp"
 #include "analysis/run_facts.hpp"
 #include "analysis/train_report.hpp"
@@ -52,6 +53,7 @@ std::string scontrol_drain(const DrainEntry& entry);
 // Everything the reporters show, read from the file once.
 struct RunAnalysis {
   RunFacts facts;
+  DevicesFindings devices;
   CollectivesData collectives;
   GemmFindings gemm;
   TrainFindings train;

@@ -13,8 +13,8 @@ namespace shakedown {
 
 // The pipeline, in order. Phase names in configs and on the command line are these strings.
 inline const std::vector<std::string>& pipeline_phases() {
-  static const std::vector<std::string> kPhases = {"inventory", "linkscan", "collectives",
-                                                   "gemm",      "train",    "checkpoint"};
+  static const std::vector<std::string> kPhases = {
+      "inventory", "devices", "linkscan", "collectives", "gemm", "train", "checkpoint"};
   return kPhases;
 }
 
@@ -144,6 +144,26 @@ struct CheckpointConfig {
   friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
 };
 
+// The devices phase (docs/devices.md): each device's memory and, on the GPU path, its PCIe
+// copies, then every ordered pair of devices inside a node.
+struct DevicesConfig {
+  std::string path = "auto";                // auto | cpu | cuda
+  std::uint64_t bytes = 1ull << 30;         // GPU: each device buffer of the copy and triad
+  std::uint64_t host_bytes = 256ull << 20;  // CPU: each array of the host copy and triad
+  std::uint64_t copy_bytes = 64ull << 20;   // host<->device copies and pair copies
+  int warmup = 1;
+  int trials = 5;             // medians of this many timed trials
+  std::string pairs = "all";  // none | ring | all
+  int threads = 0;            // CPU: threads per rank, 0 = its cores
+  // Minimums (0: the platform file's figure, else not judged).
+  double min_free_GiB = 0;     // GPU memory free once the CUDA runtime has started
+  double min_memory_GBps = 0;  // device memory copy, bytes read + written per second
+  double min_host_GBps = 0;    // pinned host->device and device->host, each
+  double min_pair_GBps = 0;    // one ordered GPU pair, unidirectional
+
+  friend bool operator==(const DevicesConfig&, const DevicesConfig&) = default;
+};
+
 struct LinkscanConfig {
   std::string transport = "ucx";       // ucx | mpi
   std::string schedule = "all_pairs";  // all_pairs | random
@@ -172,13 +192,13 @@ struct ChecksConfig {
 // What `shakedown audit` (and the inventory phase of `run`) holds every node to, beyond drift
 // between nodes (docs/audit.md). Empty or 0: not checked, or the platform's figure.
 struct AuditConfig {
-  std::string driver_min;       // least NVIDIA driver version, "570.124" ("" none)
-  std::string nccl_min;         // least NCCL version loaded at run time, "2.21" ("" none)
-  double nic_rate_gbps = 0;     // each InfiniBand port's rate (0: the platform's, else none)
+  std::string driver_min;    // least NVIDIA driver version, "570.124" ("" none)
+  std::string nccl_min;      // least NCCL version loaded at run time, "2.21" ("" none)
+  double nic_rate_gbps = 0;  // each InfiniBand port's rate (0: the platform's, else none)
   std::string governor = "performance";  // every CPU's cpufreq governor ("" not checked)
-  std::string image;            // every node inside a container whose image contains this
-  bool allow_mig = false;       // MIG on a GPU is expected (else a full GPU is)
-  std::vector<std::string> allow_nccl;  // NCCL_* settings set on purpose: not warned
+  std::string image;                     // every node inside a container whose image contains this
+  bool allow_mig = false;                // MIG on a GPU is expected (else a full GPU is)
+  std::vector<std::string> allow_nccl;   // NCCL_* settings set on purpose: not warned
 
   friend bool operator==(const AuditConfig&, const AuditConfig&) = default;
 };
@@ -215,6 +235,7 @@ struct Config {
   GemmConfig gemm;
   TrainConfig train;
   CheckpointConfig checkpoint;
+  DevicesConfig devices;
   LinkscanConfig linkscan;
   ChecksConfig checks;
   AuditConfig audit;

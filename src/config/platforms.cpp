@@ -52,7 +52,7 @@ Platform parse(std::string_view name, std::string_view text) {
     for (const auto& entry : root) {
       const auto key = entry.first.as<std::string>();
       if (key != "description" && key != "gpu_names" && key != "collectives" && key != "gemm" &&
-          key != "gpu_memory_GiB" && key != "audit") {
+          key != "gpu_memory_GiB" && key != "audit" && key != "devices") {
         bad(name, "unknown key " + key);
       }
     }
@@ -79,6 +79,23 @@ Platform parse(std::string_view name, std::string_view text) {
       p.nccl_min = a["nccl_min"].as<std::string>("");
       if (p.gpus_per_node < 0 || !(p.nic_rate_gbps >= 0)) {
         bad(name, "audit.gpus_per_node and audit.nic_rate_gbps must be >= 0");
+      }
+    }
+    if (const YAML::Node dv = root["devices"]) {
+      for (const auto& entry : dv) {
+        const auto key = entry.first.as<std::string>();
+        if (key != "memory_GBps" && key != "host_GBps" && key != "pair_GBps" &&
+            key != "min_free_GiB") {
+          bad(name, "unknown key devices." + key);
+        }
+      }
+      p.devices_memory_GBps = dv["memory_GBps"].as<double>(0);
+      p.devices_host_GBps = dv["host_GBps"].as<double>(0);
+      p.devices_pair_GBps = dv["pair_GBps"].as<double>(0);
+      p.devices_min_free_GiB = dv["min_free_GiB"].as<double>(0);
+      for (double v : {p.devices_memory_GBps, p.devices_host_GBps, p.devices_pair_GBps,
+                       p.devices_min_free_GiB}) {
+        if (!(v >= 0)) bad(name, "devices.* figures must be >= 0");
       }
     }
     if (const YAML::Node g = root["gemm"]) {

@@ -27,6 +27,11 @@ struct Platform {
   int gpus_per_node = 0;
   double nic_rate_gbps = 0;  // each InfiniBand port's rate (Gb/s, as /sys/class/infiniband says)
   std::string driver_min, nccl_min;  // least versions ("" none; audit.* keys of a config win)
+  // devices: the least each GPU should reach (0: not said; devices.min_* keys of a config win)
+  double devices_memory_GBps = 0;   // device memory copy, bytes read + written per second
+  double devices_host_GBps = 0;     // pinned host->device and device->host, each
+  double devices_pair_GBps = 0;     // one ordered GPU pair, unidirectional
+  double devices_min_free_GiB = 0;  // free once the CUDA runtime has started
 };
 
 // Every built-in platform, in name order. InternalError when a built-in file is malformed (a

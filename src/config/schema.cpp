@@ -272,7 +272,8 @@ struct VersionRule {
       const char c = text[i];
       ok = std::isdigit(static_cast<unsigned char>(c)) != 0 || (c == '.' && text[i - 1] != '.');
     }
-    if (!ok) value.fail("must be a version of dotted numbers such as 570.124, got " + in_quotes(text));
+    if (!ok)
+      value.fail("must be a version of dotted numbers such as 570.124, got " + in_quotes(text));
     return text;
   }
   void write(YAML::Emitter& out, const std::string& text) const { out << text; }
@@ -287,9 +288,9 @@ struct VariableListRule {
     std::vector<std::string> out;
     for (const Value& item : list_items(value, entry)) {
       const std::string& text = item.node.Scalar();
-      const bool ok = text.starts_with(prefix) && text.size() > prefix.size() &&
-                      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
-                          std::string::npos;
+      const bool ok =
+          text.starts_with(prefix) && text.size() > prefix.size() &&
+          text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
       if (!ok) item.fail("must be " + entry + " (capitals, digits, '_'), got " + in_quotes(text));
       if (std::find(out.begin(), out.end(), text) != out.end()) {
         item.fail(in_quotes(text) + " is listed twice; list each variable once");
@@ -544,6 +545,25 @@ SectionSpec checkpoint_section() {
                  RealRule{0, false, 1e6, false})}};
 }
 
+SectionSpec devices_section() {
+  using S = DevicesConfig;
+  const auto section = &Config::devices;
+  const RealRule minimum{0, false, 1e7, false};
+  return {"devices",
+          {field("path", section, &S::path, ChoiceRule{{"auto", "cpu", "cuda"}}),
+           field("bytes", section, &S::bytes, SizeRule{1 << 20}),
+           field("host_bytes", section, &S::host_bytes, SizeRule{1 << 20}),
+           field("copy_bytes", section, &S::copy_bytes, SizeRule{1 << 20}),
+           field("warmup", section, &S::warmup, kWarmup),
+           field("trials", section, &S::trials, IntRule{1, 1000}),
+           field("pairs", section, &S::pairs, ChoiceRule{{"none", "ring", "all"}}),
+           field("threads", section, &S::threads, IntRule{0, 4096}),
+           field("min_free_GiB", section, &S::min_free_GiB, minimum),
+           field("min_memory_GBps", section, &S::min_memory_GBps, minimum),
+           field("min_host_GBps", section, &S::min_host_GBps, minimum),
+           field("min_pair_GBps", section, &S::min_pair_GBps, minimum)}};
+}
+
 SectionSpec linkscan_section() {
   using S = LinkscanConfig;
   const auto section = &Config::linkscan;
@@ -630,10 +650,9 @@ const KeySpec& phases_key() {
 
 const std::vector<SectionSpec>& sections() {
   static const std::vector<SectionSpec> kSections = {
-      topology_section(),   collectives_section(), gemm_section(),   train_section(),
-      checkpoint_section(), linkscan_section(),    checks_section(), audit_section(),
-      cost_section(),
-      output_section(),     timeouts_section()};
+      topology_section(),   collectives_section(), gemm_section(),     train_section(),
+      checkpoint_section(), devices_section(),     linkscan_section(), checks_section(),
+      audit_section(),      cost_section(),        output_section(),   timeouts_section()};
   return kSections;
 }
 

@@ -515,6 +515,61 @@ inline constexpr const char* kAttrKept = "kept";
 inline constexpr const char* kAttrAsync = "async";
 }  // namespace checkpoint
 
+// ---- /devices/ ----  the devices phase: each device alone, then every pair inside a node.
+inline constexpr const char* kDevicesGroup = "/devices";
+inline constexpr const char* kDevicesMemoryTemplate = "/devices/memory/<test>";
+inline constexpr const char* kDevicesNodeTemplate = "/devices/nodes/<node>";
+namespace devices {
+inline constexpr Dataset<double> kAloneGBps{
+    {kDevicesMemoryTemplate, "alone_GBps", Elem::kFloat64, "trials, world", "GB/s",
+     "bytes counted (attribute counted) / trial time, the ranks of a node taking turns"}};
+inline constexpr Dataset<double> kTogetherGBps{
+    {kDevicesMemoryTemplate, "together_GBps", Elem::kFloat64, "trials, world", "GB/s",
+     "the same with every rank of the node at once (a node's shared memory or PCIe)"}};
+inline constexpr Dataset<double> kFreeBytes{
+    {kDevicesGroup, "free_bytes", Elem::kFloat64, "world", "bytes",
+     "GPU memory free once the CUDA runtime started (NaN on the host path)"}};
+inline constexpr Dataset<double> kTotalBytes{{kDevicesGroup, "total_bytes", Elem::kFloat64, "world",
+                                              "bytes", "the GPU's memory (NaN: host)"}};
+inline constexpr Dataset<double> kPcieCurrentGTs{
+    {kDevicesGroup, "pcie_current_GTs", Elem::kFloat64, "world", "GT/s",
+     "the GPU's PCIe link speed read while it copied (NaN: not read)", false}};
+inline constexpr Dataset<double> kPcieMaxGTs{
+    {kDevicesGroup, "pcie_max_GTs", Elem::kFloat64, "world", "GT/s", "its maximum speed", false}};
+inline constexpr Dataset<double> kPcieCurrentWidth{{kDevicesGroup, "pcie_current_width",
+                                                    Elem::kFloat64, "world", "lanes",
+                                                    "its link width read while it copied", false}};
+inline constexpr Dataset<double> kPcieMaxWidth{{kDevicesGroup, "pcie_max_width", Elem::kFloat64,
+                                                "world", "lanes", "its maximum width", false}};
+inline constexpr Dataset<std::int64_t> kNodeRanks{
+    {kDevicesNodeTemplate, "ranks", Elem::kInt64, "G", "rank",
+     "the rank of each device slot (local rank 0 .. G-1)"}};
+inline constexpr Dataset<double> kUnidirectionalGBps{
+    {kDevicesNodeTemplate, "unidirectional_GBps", Elem::kFloat64, "trials, src, dst", "GB/s",
+     "copy_bytes / time of dst reading src's buffer, one pair at a time (NaN: not measured)"}};
+inline constexpr Dataset<double> kBidirectionalGBps{
+    {kDevicesNodeTemplate, "bidirectional_GBps", Elem::kFloat64, "trials, src, dst", "GB/s",
+     "the same while src reads dst's buffer at the same time (each direction timed on its side)"}};
+inline constexpr Dataset<double> kConcurrentGBps{
+    {kDevicesNodeTemplate, "concurrent_GBps", Elem::kFloat64, "trials, src, dst", "GB/s",
+     "the same while every device of the node reads from another at once"}};
+// Attributes of /devices.
+inline constexpr const char* kAttrPath = "path";  // cpu | cuda
+inline constexpr const char* kAttrTrials = "trials";
+inline constexpr const char* kAttrWarmup = "warmup";
+inline constexpr const char* kAttrBytes = "bytes";
+inline constexpr const char* kAttrCopyBytes = "copy_bytes";
+inline constexpr const char* kAttrPairs = "pairs";
+inline constexpr const char* kAttrTests = "tests";  // the tests in the order they ran, "copy,triad"
+// Attributes of /devices/memory/<test>.
+inline constexpr const char* kAttrBytesCounted = "bytes_counted";
+inline constexpr const char* kAttrCounted = "counted";
+// Attributes of /devices/nodes/<node>.
+inline constexpr const char* kAttrNode = "node";
+inline constexpr const char* kAttrDevicePrefix = "device_";  // device_<slot>: what it is
+inline constexpr const char* kAttrRefused = "refused";       // pairs whose copy was refused, why
+}  // namespace devices
+
 // /linkscan gets its descriptors with its phase.
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
@@ -560,6 +615,13 @@ inline std::string collective_group(std::string_view scope, std::string_view op)
 inline std::string sweep_group(std::string_view scope, std::string_view op, std::string_view dtype,
                                std::string_view mode) {
   return join(join(collective_group(scope, op), dtype), mode);
+}
+// "/devices/memory/<test>", "/devices/nodes/node<N>"
+inline std::string devices_memory_group(std::string_view test) {
+  return join("/devices/memory", test);
+}
+inline std::string devices_node_group(int node) {
+  return join("/devices/nodes", "node" + std::to_string(node));
 }
 // "/gemm/<shape>"
 inline std::string gemm_group(std::string_view shape) {

@@ -23,7 +23,7 @@ namespace {
 std::vector<std::string_view> planted_in(std::string_view kind) {
   if (kind == "corrupt") return {"collectives", "checkpoint"};
   if (kind == "sdc") return {"gemm", "train"};
-  if (kind == "slow") return {"collectives", "gemm", "train", "checkpoint"};
+  if (kind == "slow") return {"devices", "collectives", "gemm", "train", "checkpoint"};
   if (kind == "ioerror") return {"checkpoint"};
   if (kind == "drift") return {"inventory"};
   return {};
@@ -41,7 +41,8 @@ namespace {
       "the shard on disk, between write and restore), sdc (gemm: one bit of the output; train: of "
       "the "
       "reduced gradient, or with train.zero 1 of the parameters after the all-gather), slow "
-      "(gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
+      "(devices: each of the rank's copies, and every pair copy with its device, takes F times as "
+      "long; gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
       "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
       "writes "
       "or reads does), ioerror (checkpoint: the rank's first write call fails with EIO, as failing "

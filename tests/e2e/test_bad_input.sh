@@ -39,7 +39,7 @@ expect_in "$TMP/out" '--phases: unknown phase "colectives"; did you mean "collec
 
 "$SHAKEDOWN" run --phases inventory,linkscan >"$TMP/out" 2>&1
 expect_rc 2 $? "phase not implemented yet"
-expect_in "$TMP/out" "phase 'linkscan' is not implemented.*implemented: inventory, collectives, gemm, train, checkpoint" "unimplemented phase message"
+expect_in "$TMP/out" "phase 'linkscan' is not implemented.*implemented: inventory, devices, collectives, gemm, train, checkpoint" "unimplemented phase message"
 
 "$MPIRUN" -n 3 "$SHAKEDOWN" run --virtual-nodes 2 --out "$TMP/v.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "3 ranks as 2 virtual nodes"

@@ -28,11 +28,13 @@ expect_in "$TMP/version.out" "^backends: cuda" "--version still names the backen
 loaded plan "$SHAKEDOWN" plan --nodes 2 --ranks-per-node 2
 expect_rc 0 "$(cat "$TMP/plan.rc")" "plan"
 
-# A CPU-only smoke run on 4 ranks (backends chosen explicitly, so a GPU machine runs it too).
+# A CPU-only smoke run on 4 ranks (backends chosen explicitly, so a GPU machine runs it too). The
+# devices phase's arrays are its measurement, not a library's footprint: kept small here.
 mkdir -p "$TMP/run"
 "$MPIRUN" -n 4 -x LD_DEBUG=files -x LD_DEBUG_OUTPUT="$TMP/run/ld" \
   python3 "$SHAKEDOWN_SOURCE_DIR/bench/peak_rss.py" --out "$TMP/rss.%r" -- \
-  "$SHAKEDOWN" run --set collectives.backend=mpi --set gemm.engine=cpu --out "$TMP/r.h5" \
+  "$SHAKEDOWN" run --set collectives.backend=mpi --set gemm.engine=cpu \
+  --set devices.host_bytes=4MiB --set devices.copy_bytes=1MiB --out "$TMP/r.h5" \
   >"$TMP/run.out" 2>&1
 expect_rc 0 $? "CPU-only smoke run"
 # mpirun's own processes write no account (only the ranks get LD_DEBUG through -x).

@@ -33,10 +33,10 @@ PY
   "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" 2>"$TMP/damaged" && fail "a damaged file passed the schema check"
 expect_in "$TMP/damaged" "output_hash: declared uint64, stored int64|/clock: required datasets missing: rtt_us" "schema mismatch named"
 lines=$(wc -l <"$TMP/smoke")
-# One screen for five measuring phases: a block per phase, one line per check that is not
-# skipped (skips share one line).
-((lines <= 70)) || fail "the smoke run printed $lines lines (at most 70)"
-expect_in "$TMP/smoke" "^verdict: PASS.*; tested [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes, 8 training steps, 1 checkpoint of 4 shards on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"
+# One screen for six measuring phases: a block per phase, one line per check that is not
+# skipped (skips share one line; passed audit and devices checks one line each).
+((lines <= 76)) || fail "the smoke run printed $lines lines (at most 76)"
+expect_in "$TMP/smoke" "^verdict: PASS.*; tested 4 devices and 4 pairs, [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes, 8 training steps, 1 checkpoint of 4 shards on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"
 expect_in "$TMP/smoke" "\[PASS\] collectives.coverage: [0-9]+ sweeps, [0-9]+ sizes measured" "coverage said"
 expect_in "$TMP/smoke" "\[WARN\] placement.oversubscription: .*timings will be noisy" "shared cores said once"
 [[ $(grep -c "timings will be noisy" "$TMP/smoke") -eq 1 ]] || fail "shared cores said more than once"

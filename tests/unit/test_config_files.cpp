@@ -54,8 +54,8 @@ TEST(ConfigFiles, SmokeYamlIsTheBuiltInDefault) {
   const Config smoke = load_config_file(kConfigs + "smoke.yaml");
   EXPECT_EQ(to_yaml(smoke), to_yaml(default_config()));
   EXPECT_EQ(smoke, default_config());
-  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "collectives", "gemm", "train",
-                                                   "checkpoint"}));
+  EXPECT_EQ(smoke.phases, (std::vector<std::string>{"inventory", "devices", "collectives", "gemm",
+                                                   "train", "checkpoint"}));
   EXPECT_EQ(smoke.collectives.sizes.spec, "8:1M");
   EXPECT_DOUBLE_EQ(smoke.timeouts.phase_s, 60);
   EXPECT_DOUBLE_EQ(smoke.timeouts.run_s, 600);
@@ -66,7 +66,7 @@ TEST(ConfigFiles, FullYamlLoadsAndShowsTheRealDefaults) {
   Config expected;
   // The phases this version implements (phases/phase.cpp); e2e.readme runs full.yaml, so a
   // phase listed there that does not run fails that test.
-  expected.phases = {"inventory", "collectives", "gemm", "train", "checkpoint"};
+  expected.phases = {"inventory", "devices", "collectives", "gemm", "train", "checkpoint"};
   EXPECT_EQ(to_yaml(full), to_yaml(expected));
   EXPECT_EQ(full, expected);
 }
@@ -92,8 +92,9 @@ TEST(ConfigFiles, ReadmeDocumentsEveryKey) {
 
 TEST(ConfigFiles, ToYamlWritesEveryKey) {
   const std::vector<std::string> paths = all_key_paths();
-  // 1 top-level key + the sum of the sections' keys in config.hpp (checks: 6, audit: 7, cost: 1).
-  EXPECT_EQ(paths.size(), 1u + 4 + 16 + 11 + 24 + 15 + 7 + 6 + 7 + 1 + 3 + 3);
+  // 1 top-level key + the sum of the sections' keys in config.hpp (devices: 12, checks: 6,
+  // audit: 7, cost: 1).
+  EXPECT_EQ(paths.size(), 1u + 4 + 16 + 11 + 24 + 15 + 12 + 7 + 6 + 7 + 1 + 3 + 3);
   EXPECT_EQ(std::set<std::string>(paths.begin(), paths.end()).size(), paths.size());
 }
 

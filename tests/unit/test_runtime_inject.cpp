@@ -52,7 +52,7 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase", "'phase' is not key=value"},
       {"corrupt:rank=1,phase=inventory", "planted only in phase collectives"},
       {"sdc:rank=1,phase=collectives", "planted only in phase gemm or train"},
-      {"slow:rank=1,phase=inventory", "planted only in phase collectives or gemm"},
+      {"slow:rank=1,phase=inventory", "planted only in phase devices or collectives or gemm"},
       {"slow:rank=1,phase=gemm,factor=1", "factor must be a number > 1"},
       {"slow:rank=1,phase=gemm,factor=x", "factor must be a number > 1"},
       {"stall:rank=1,phase=gemm,factor=2", "unknown key 'factor'"},

@@ -687,6 +687,78 @@ void checkpoint_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   p.html << "</section>\n";
 }
 
+// Per rank (or node) the devices' medians alone, and per node the unidirectional pair matrix as a
+// heatmap table: each cell shaded by its share of the node's fastest pair.
+void devices_section(Page& p, const RunAnalysis& a) {
+  const DevicesFindings& d = a.devices;
+  p.html << "<section id=\"devices\"><h2>Devices</h2>\n";
+  if (!d.ran || d.tests.empty()) {
+    p.html << "<p>Not in this run.</p></section>\n";
+    return;
+  }
+  p.html << "<p>" << markup_escape(devices_title(d))
+         << ". Copy and triad count bytes read + written (STREAM); host&lt;-&gt;device and pair "
+            "copies count bytes copied.</p>\n";
+  const Rows rows = chart_rows(a.facts, d.world);
+  Json datasets = Json::array();
+  for (std::size_t k = 0; k < d.tests.size(); ++k) {
+    const std::vector<double> med = column_medians(d.tests[k].alone, d.world);
+    Json v = Json::array();
+    for (double x : per_row(rows, med, false)) v.push_back(num(x));
+    datasets.push_back({{"label", d.tests[k].name + " GB/s"},
+                        {"data", std::move(v)},
+                        {"backgroundColor", color(k)}});
+  }
+  p.html << "<h3>Each device alone, GB/s per " << rows.per() << "</h3>\n<p class=\"note\">Median "
+         << "over the trials; " << rows_note(rows) << " (its slowest).</p>\n";
+  p.chart(
+      {{"type", "bar"},
+       {"data", {{"labels", rows.labels}, {"datasets", std::move(datasets)}}},
+       {"options", {{"scales", {{"y", {{"title", axis_title("GB/s")}, {"beginAtZero", true}}}}}}}});
+  constexpr std::size_t kNodesShown = 16;
+  std::size_t shown = 0, with_pairs = 0;
+  for (const DevicesNode& n : d.nodes) {
+    if (n.modes.empty()) continue;
+    const PairMatrix& m = n.modes.front();
+    double best = 0;
+    for (std::size_t s = 0; s < m.g; ++s) {
+      for (std::size_t t = 0; t < m.g; ++t) {
+        const double v = m.median(s, t);
+        if (!std::isnan(v)) best = std::max(best, v);
+      }
+    }
+    if (best <= 0) continue;
+    ++with_pairs;
+    if (shown++ >= kNodesShown) continue;
+    p.html << "<h3>" << markup_escape(a.facts.node_name(n.node))
+           << ": pairs one way, GB/s (row: source slot, column: destination slot)</h3>\n"
+              "<table class=\"heatmap\"><thead><tr><th></th>";
+    for (std::size_t t = 0; t < m.g; ++t) p.html << "<th>dst " << t << "</th>";
+    p.html << "</tr></thead><tbody>\n";
+    for (std::size_t s = 0; s < m.g; ++s) {
+      p.html << "<tr><th>src " << s << "</th>";
+      for (std::size_t t = 0; t < m.g; ++t) {
+        const double v = m.median(s, t);
+        if (std::isnan(v)) {
+          p.html << "<td>-</td>";
+          continue;
+        }
+        // Full share: white; the slower, the redder.
+        const int shade = static_cast<int>(std::clamp(255.0 * v / best, 0.0, 255.0));
+        p.html << "<td style=\"background:rgb(255," << shade << "," << shade << ")\">"
+               << fixed_text(v, 1) << "</td>";
+      }
+      p.html << "</tr>\n";
+    }
+    p.html << "</tbody></table>\n";
+  }
+  if (with_pairs > kNodesShown) {
+    p.html << "<p class=\"note\">" << (with_pairs - kNodesShown)
+           << " more nodes with pairs: `shakedown summary --detail` lists every matrix.</p>\n";
+  }
+  p.html << "</section>\n";
+}
+
 void links_section(Page& p, const RunFile& file) {
   p.html << "<section id=\"links\"><h2>Links</h2>\n";
   if (!file.has("/linkscan")) {
@@ -770,6 +842,7 @@ tr.fail td{background:#fde8e8}tr.warn td{background:#fff4e0}tr.skip td{color:#77
 p.verdict-line.fail{color:#b71c1c;font-weight:bold}p.verdict-line.pass{color:#2e7d32;font-weight:bold}
 p.warn{color:#b26a00}
 nav a{margin-right:12px}
+table.heatmap td{text-align:right;min-width:4em}
 )";
 
 }  // namespace
@@ -780,11 +853,13 @@ std::string format_html(const RunFile& file, const RunAnalysis& analysis,
   verdict_section(p, file, analysis);
   p.html << "<nav><a href=\"#checks\">checks</a>"
          << (baseline ? "<a href=\"#compare\">baseline</a>" : "")
-         << "<a href=\"#collectives\">collectives</a><a href=\"#gemm\">gemm</a>"
+         << "<a href=\"#devices\">devices</a><a href=\"#collectives\">collectives</a><a "
+            "href=\"#gemm\">gemm</a>"
             "<a href=\"#train\">train</a><a href=\"#checkpoint\">checkpoint</a>"
             "<a href=\"#links\">links</a><a href=\"#run\">run</a></nav>\n";
   checks_section(p, analysis);
   if (baseline) compare_section(p, *baseline);
+  devices_section(p, analysis);
   collectives_section(p, file, analysis);
   gemm_section(p, analysis);
   train_section(p, file, analysis);

@@ -6,6 +6,7 @@
 
 #include "analysis/reporters/formats.hpp"
 #include "analysis/reporters/text.hpp"
+#include "core/stats.hpp"
 #include "record/schema.hpp"
 
 namespace shakedown {
@@ -230,6 +231,48 @@ Json train_json(const TrainFindings& t) {
   return j;
 }
 
+// Medians over the trials: per device for each test, per node the pair matrices [src][dst].
+Json devices_json(const DevicesFindings& d) {
+  if (!d.ran) return nullptr;
+  Json j;
+  j["path"] = d.path;
+  j["trials"] = d.trials;
+  j["pairs"] = d.pairs_setting;
+  Json tests = Json::object();
+  for (const DevicesTest& t : d.tests) {
+    Json alone = Json::array(), together = Json::array();
+    for (std::size_t r = 0; r < d.world; ++r) {
+      std::vector<double> a, g;
+      for (std::size_t i = 0; i < d.trials; ++i) {
+        if (!std::isnan(t.alone[i * d.world + r])) a.push_back(t.alone[i * d.world + r]);
+        if (!std::isnan(t.together[i * d.world + r])) g.push_back(t.together[i * d.world + r]);
+      }
+      alone.push_back(number(a.empty() ? std::nan("") : median(a)));
+      together.push_back(number(g.empty() ? std::nan("") : median(g)));
+    }
+    tests[t.name] = {{"counted", t.counted},
+                     {"alone_GBps", std::move(alone)},
+                     {"together_GBps", std::move(together)}};
+  }
+  j["tests"] = std::move(tests);
+  Json nodes = Json::array();
+  for (const DevicesNode& n : d.nodes) {
+    Json node = {{"node", n.node}, {"ranks", n.ranks}};
+    for (const PairMatrix& m : n.modes) {
+      Json rows = Json::array();
+      for (std::size_t s = 0; s < m.g; ++s) {
+        Json row = Json::array();
+        for (std::size_t t = 0; t < m.g; ++t) row.push_back(number(m.median(s, t)));
+        rows.push_back(std::move(row));
+      }
+      node[m.mode + "_GBps"] = std::move(rows);
+    }
+    nodes.push_back(std::move(node));
+  }
+  j["nodes"] = std::move(nodes);
+  return j;
+}
+
 Json checkpoint_json(const CheckpointFindings& c) {
   if (!c.ran) return nullptr;
   const CheckpointSummary& s = c.summary;
@@ -287,6 +330,7 @@ std::string format_json(const RunFile& file, const RunAnalysis& a) {
     for (const Finding* f : g.findings) checks.push_back(finding_json(*f));
   }
   report["checks"] = std::move(checks);
+  report["devices"] = devices_json(a.devices);
   report["collectives"] = collectives_json(file, a);
   report["gemm"] = gemm_json(a.gemm);
   report["train"] = train_json(a.train);

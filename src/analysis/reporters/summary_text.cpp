@@ -53,7 +53,8 @@ struct Cell {
 void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
                          std::ostringstream& os) {
   const auto groups = group_checks(v.findings);
-  std::vector<std::string> skipped, audit_passed;
+  std::vector<std::string> skipped, audit_passed, devices_passed;
+  std::string devices_coverage;
   for (const CheckGroup& g : groups) {
     if (g.status == CheckStatus::kSkip && !detail) {
       skipped.push_back(g.check);
@@ -62,6 +63,12 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
     if (g.status == CheckStatus::kPass && collapse_audit && !detail &&
         (g.check.starts_with("audit.") || g.check == "inventory.coverage")) {
       audit_passed.push_back(g.check);
+      continue;
+    }
+    if (g.status == CheckStatus::kPass && collapse_audit && !detail &&
+        g.check.starts_with("devices.")) {
+      devices_passed.push_back(g.check.substr(8));
+      if (g.check == "devices.coverage") devices_coverage = g.findings.front()->message;
       continue;
     }
     const Finding& first = *g.findings.front();
@@ -95,10 +102,18 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
     // "inventory.coverage, audit: compatibility, drift, ..."
     std::vector<std::string> names, audit;
     for (const std::string& c : audit_passed) {
-      (c.starts_with("audit.") ? audit : names).push_back(c.starts_with("audit.") ? c.substr(6) : c);
+      (c.starts_with("audit.") ? audit : names)
+          .push_back(c.starts_with("audit.") ? c.substr(6) : c);
     }
     if (!audit.empty()) names.push_back("audit: " + join(audit, ", "));
-    os << "  [PASS] " << join(names, ", ") << " (the nodes' set-up; --detail says what each covered)\n";
+    os << "  [PASS] " << join(names, ", ")
+       << " (the nodes' set-up; --detail says what each covered)\n";
+  }
+  if (!devices_passed.empty()) {
+    // "devices: coverage, memory (host tests copy, triad on 4 device(s), ...)"
+    os << "  [PASS] devices: " << join(devices_passed, ", ") << " ("
+       << (devices_coverage.empty() ? "" : devices_coverage + "; ")
+       << "--detail says what each covered)\n";
   }
   if (!skipped.empty()) {
     os << "  [SKIP] " << join(skipped, ", ") << " (not applicable here; --detail says why)\n";
@@ -235,6 +250,9 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
     }
   }
   os << "clock:" << format_clock(file.clock_offsets_us(), file.clock_rtt_us()).substr(1);
+  if (std::string t = format_devices(a.devices, a.facts, detail); !t.empty()) {
+    os << '\n' << devices_title(a.devices) << '\n' << t;
+  }
   if (a.collectives.ran) {
     os << "\ncollectives\n"
        << (detail ? format_collectives(a.collectives) : format_collectives_headline(a.collectives));

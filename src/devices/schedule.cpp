@@ -1,0 +1,56 @@
+#include "devices/schedule.hpp"
+
+#include <algorithm>
+
+namespace shakedown::devices {
+
+const char* pair_mode_name(PairMode mode) {
+  switch (mode) {
+    case PairMode::kUnidirectional:
+      return "unidirectional";
+    case PairMode::kBidirectional:
+      return "bidirectional";
+    case PairMode::kConcurrent:
+      return "concurrent";
+  }
+  return "?";
+}
+
+std::vector<PairStep> pair_schedule(int g, const std::string& pairs) {
+  std::vector<PairStep> steps;
+  if (g < 2 || pairs == "none") return steps;
+  const bool ring = pairs == "ring";
+  // Unordered pairs {a, b}, a < b, in the order they are tested.
+  std::vector<std::pair<int, int>> links;
+  for (int a = 0; a < g; ++a) {
+    for (int b = a + 1; b < g; ++b) {
+      const bool neighbours = b == a + 1 || (a == 0 && b == g - 1);
+      if (!ring || neighbours) links.emplace_back(a, b);
+    }
+  }
+  for (const auto& [a, b] : links) {
+    steps.push_back({PairMode::kUnidirectional, {{a, b}}});
+    steps.push_back({PairMode::kUnidirectional, {{b, a}}});
+  }
+  for (const auto& [a, b] : links) {
+    steps.push_back({PairMode::kBidirectional, {{a, b}, {b, a}}});
+  }
+  std::vector<int> shifts;
+  for (int k = 1; k < g; ++k) {
+    if (!ring || k == 1 || k == g - 1) shifts.push_back(k);
+  }
+  for (int k : shifts) {
+    PairStep step{PairMode::kConcurrent, {}};
+    for (int d = 0; d < g; ++d) step.copies.push_back({(d + k) % g, d});
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+const PairCopy* copy_of(const PairStep& step, int local) {
+  auto it = std::find_if(step.copies.begin(), step.copies.end(),
+                         [&](const PairCopy& c) { return c.dst == local; });
+  return it == step.copies.end() ? nullptr : &*it;
+}
+
+}  // namespace shakedown::devices

@@ -1,0 +1,36 @@
+#pragma once
+// The devices phase's pair schedule inside one node of G devices (docs/devices.md): which copies
+// run at the same time, step by step. A copy (src, dst) is done by dst, reading src's buffer
+// (nvbandwidth's "read" copies), so each copy is timed by the rank that issues it.
+//  - unidirectional: every ordered pair alone, one at a time (nvbandwidth's rule);
+//  - bidirectional: both directions of one unordered pair at once, each timed on its own side;
+//  - concurrent: every device reads from the one `shift` places on (shift 1 .. G-1), all at
+//    once: the load training puts on NVSwitch or the memory system.
+// `pairs` none: no steps; ring: only the pairs of neighbours (d, d+1 mod G); all: every pair.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shakedown::devices {
+
+enum class PairMode { kUnidirectional = 0, kBidirectional = 1, kConcurrent = 2 };
+inline constexpr int kPairModes = 3;
+// "unidirectional", "bidirectional", "concurrent"
+const char* pair_mode_name(PairMode mode);
+
+struct PairCopy {
+  int src = 0, dst = 0;  // local ranks (device slots) in the node
+  friend bool operator==(const PairCopy&, const PairCopy&) = default;
+};
+
+struct PairStep {
+  PairMode mode = PairMode::kUnidirectional;
+  std::vector<PairCopy> copies;  // run at the same time
+};
+
+std::vector<PairStep> pair_schedule(int devices, const std::string& pairs);
+
+// The copy `local` issues in `step`, or nullptr when it only waits.
+const PairCopy* copy_of(const PairStep& step, int local);
+
+}  // namespace shakedown::devices

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The devices phase on the CPU path with real mpirun: 4 ranks as 2 virtual nodes (pretend nodes on
+# one host: their "pairs" are ranks sharing one machine's memory through an MPI shared-memory
+# window) and 3 ranks on one node. Datasets and matrix shapes against scripts/schema.json, every
+# ordered pair measured once per mode; a slowed rank is named by devices.memory and as the device
+# of every slow pair (devices.pairs), and no other rank; pairs ring/none; one rank per node says
+# the pair matrix was not measured; bad keys and a GPU asked for on a machine without one are
+# exit 2 naming the key.
+source "$(dirname "$0")/lib.sh"
+small=(--phases devices --set devices.host_bytes=16MiB --set devices.copy_bytes=4MiB)
+
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --out "$TMP/a.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "4 ranks as 2 virtual nodes"
+expect_in "$TMP/stdout" "^devices \(cpu: copy, triad over 16 MiB buffers, copies of 4 MiB; 5 trials; pairs all\)" "block title"
+expect_in "$TMP/stdout" "per device alone, GB/s: copy [0-9.e+]+ \(slowest [0-9.e+]+\), triad [0-9.e+]+ \(slowest [0-9.e+]+\); per node all at once" "memory line"
+expect_in "$TMP/stdout" "pairs on 2 node\(s\), GB/s: unidirectional [0-9.e+]+ \.\. [0-9.e+]+, bidirectional" "pairs line"
+expect_in "$TMP/stdout" "\[PASS\] devices: coverage, memory \(host tests copy, triad on 4 device\(s\), alone and all of a node's together, 5 trials each; 4 ordered pair\(s\) on 2 node\(s\)" "coverage"
+expect_in "$TMP/stdout" "tested 4 devices and 4 pairs on 4 ranks / 2 nodes" "tested"
+for t in copy triad; do
+  for d in alone_GBps together_GBps; do
+    h5dump -H -d "/devices/memory/$t/$d" "$TMP/a.h5" | grep -q 'SIMPLE { ( 5, 4 )' ||
+      fail "/devices/memory/$t/$d should be [trials=5, world=4]"
+  done
+done
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$TMP/a.h5" \
+  "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" >"$TMP/schema" 2>&1 ||
+  { cat "$TMP/schema"; fail "the devices run's file against scripts/schema.json"; }
+/usr/bin/python3 - "$TMP/a.h5" <<'PY' || fail "pair matrices"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+for node, ranks in (("node0", [0, 1]), ("node1", [2, 3])):
+    g = f["/devices/nodes/" + node]
+    assert list(g["ranks"][()]) == ranks, (node, g["ranks"][()])
+    for mode in ("unidirectional_GBps", "bidirectional_GBps", "concurrent_GBps"):
+        m = g[mode][()]
+        assert m.shape == (5, 2, 2), (node, mode, m.shape)
+        off = ~np.eye(2, dtype=bool)
+        assert np.isnan(m[:, np.eye(2, dtype=bool)]).all(), (node, mode, "diagonal measured")
+        assert (m[:, off] > 0).all(), (node, mode, "an ordered pair not measured in every trial")
+    assert g.attrs["refused"] in ("", b""), g.attrs["refused"]
+    assert "host memory" in str(g.attrs["device_0"]), g.attrs["device_0"]
+PY
+"$SHAKEDOWN" summary --detail "$TMP/a.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "unidirectional GB/s \(row: source slot, column: destination slot\)" "--detail matrix"
+expect_in "$TMP/detail" "copy: [0-9.e+]+ GB/s per device alone \([0-9.e+]+ \.\. [0-9.e+]+ over 4\); per node with all at once" "--detail copy line"
+expect_in "$TMP/detail" "\[PASS\] devices.coverage: host tests" "--detail lists each check"
+expect_in "$TMP/detail" "slot 1: rank 3 \(" "--detail names each slot's rank"
+
+# 3 ranks on one node, rank 1 slowed 3x: it is the device named, by both checks, and no other.
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${small[@]}" --inject slow:rank=1,phase=devices,factor=3 \
+  --out "$TMP/b.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+[[ $rc -eq 0 || $rc -eq 1 ]] || { cat "$TMP/stderr"; fail "slowed rank: exit code $rc"; }
+expect_in "$TMP/stdout" "\[(WARN|FAIL)\] devices.memory: rank 1 \(.*\): its host memory and cores are [0-9]+% slower than the other devices" "slow device named"
+expect_in "$TMP/stdout" "\[(WARN|FAIL)\] devices.pairs: node 0 .*: every pair with slot 1 \(rank 1 " "slow device's pairs are one finding"
+if grep -E "devices\.(memory|pairs): .*(rank [02] \(|slot [02] \()" "$TMP/stdout" | grep -Ev "PASS|SKIP"; then
+  fail "a rank other than the slowed one was named"
+fi
+h5dump -H -d /devices/nodes/node0/unidirectional_GBps "$TMP/b.h5" | grep -q 'SIMPLE { ( 5, 3, 3 )' ||
+  fail "3 ranks on one node: [trials, 3, 3]"
+
+# pairs: ring on 3 is every pair; none measures none and says so.
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${small[@]}" --set devices.pairs=none --out "$TMP/c.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "pairs none"
+expect_in "$TMP/stdout" "devices.pairs" "pairs none listed"
+"$SHAKEDOWN" summary --detail "$TMP/c.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "\[SKIP\] devices.pairs: the pair matrix was not measured: devices.pairs is none" "pairs none says why"
+
+# One rank per node: no pair, and the run says so instead of passing it.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --out "$TMP/d.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "one rank per node"
+"$SHAKEDOWN" summary --detail "$TMP/d.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "\[SKIP\] devices.pairs: the pair matrix was not measured: every node has one device" "one device per node"
+
+# Mistakes: exit 2 naming the key.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set devices.pairs=some --out "$TMP/e.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "bad devices.pairs"
+expect_in "$TMP/stderr" "devices.pairs" "bad value names the key"
+"$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set devices.path=cuda --out "$TMP/f.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 2 $? "devices.path=cuda without a GPU"
+expect_in "$TMP/stderr" "devices.path" "no GPU names the key"
+pass "devices phase"

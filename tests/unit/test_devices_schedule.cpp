@@ -1,0 +1,107 @@
+// The devices phase's pair schedule: every ordered pair once per mode, the right copies at once.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "devices/device.hpp"
+#include "devices/schedule.hpp"
+#include "temp_dir.hpp"
+
+namespace shakedown::devices {
+namespace {
+
+std::map<PairMode, std::multiset<std::pair<int, int>>> copies_by_mode(
+    const std::vector<PairStep>& steps) {
+  std::map<PairMode, std::multiset<std::pair<int, int>>> out;
+  for (const PairStep& s : steps) {
+    for (const PairCopy& c : s.copies) out[s.mode].insert({c.src, c.dst});
+  }
+  return out;
+}
+
+TEST(PairSchedule, AllMeasuresEveryOrderedPairOncePerMode) {
+  for (int g : {2, 3, 4, 8}) {
+    const auto steps = pair_schedule(g, "all");
+    const auto by = copies_by_mode(steps);
+    std::multiset<std::pair<int, int>> every;
+    for (int s = 0; s < g; ++s) {
+      for (int d = 0; d < g; ++d) {
+        if (s != d) every.insert({s, d});
+      }
+    }
+    for (PairMode m :
+         {PairMode::kUnidirectional, PairMode::kBidirectional, PairMode::kConcurrent}) {
+      EXPECT_EQ(by.at(m), every) << "g " << g << " mode " << pair_mode_name(m);
+    }
+    std::size_t uni = 0, bi = 0, conc = 0;
+    for (const PairStep& s : steps) {
+      std::set<int> dsts;
+      for (const PairCopy& c : s.copies) {
+        EXPECT_NE(c.src, c.dst);
+        EXPECT_TRUE(dsts.insert(c.dst).second) << "a device issues two copies in one step";
+      }
+      switch (s.mode) {
+        case PairMode::kUnidirectional:
+          EXPECT_EQ(s.copies.size(), 1u);
+          ++uni;
+          break;
+        case PairMode::kBidirectional:
+          ASSERT_EQ(s.copies.size(), 2u);
+          EXPECT_EQ(s.copies[0].src, s.copies[1].dst);
+          EXPECT_EQ(s.copies[0].dst, s.copies[1].src);
+          ++bi;
+          break;
+        case PairMode::kConcurrent:
+          EXPECT_EQ(s.copies.size(), static_cast<std::size_t>(g));
+          ++conc;
+          break;
+      }
+    }
+    EXPECT_EQ(uni, static_cast<std::size_t>(g * (g - 1)));
+    EXPECT_EQ(bi, static_cast<std::size_t>(g * (g - 1) / 2));
+    EXPECT_EQ(conc, static_cast<std::size_t>(g - 1));
+  }
+}
+
+TEST(PairSchedule, RingOnlyNeighboursAndNoneNothing) {
+  const auto by = copies_by_mode(pair_schedule(8, "ring"));
+  for (const auto& [s, d] : by.at(PairMode::kUnidirectional)) {
+    EXPECT_TRUE((s - d + 8) % 8 == 1 || (d - s + 8) % 8 == 1) << s << "->" << d;
+  }
+  EXPECT_EQ(by.at(PairMode::kUnidirectional).size(), 16u);  // 8 links, both ways
+  EXPECT_EQ(by.at(PairMode::kConcurrent).size(), 16u);      // shifts 1 and 7
+  EXPECT_TRUE(pair_schedule(8, "none").empty());
+  EXPECT_TRUE(pair_schedule(1, "all").empty());
+  // Two devices: ring is all.
+  EXPECT_EQ(copies_by_mode(pair_schedule(2, "ring")), copies_by_mode(pair_schedule(2, "all")));
+}
+
+TEST(PairSchedule, CopyOfNamesTheIssuingDevice) {
+  const PairStep step{PairMode::kBidirectional, {{0, 1}, {1, 0}}};
+  ASSERT_NE(copy_of(step, 1), nullptr);
+  EXPECT_EQ(copy_of(step, 1)->src, 0);
+  EXPECT_EQ(copy_of(step, 2), nullptr);
+}
+
+TEST(PcieLink, ReadFromSysfsAndUnknownWhenMissing) {
+  testing_support::TempDir root;
+  const auto dir = root.path() / "sys/bus/pci/devices/0000:19:00.0";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "current_link_speed") << "16.0 GT/s PCIe\n";
+  std::ofstream(dir / "max_link_speed") << "32.0 GT/s PCIe\n";
+  std::ofstream(dir / "current_link_width") << "8\n";
+  std::ofstream(dir / "max_link_width") << "16\n";
+  const LinkState s = read_pcie_link(root.path().string(), "0000:19:00.0", "GPU");
+  EXPECT_EQ(s.current_gts, 16.0);
+  EXPECT_EQ(s.max_gts, 32.0);
+  EXPECT_EQ(s.current_width, 8.0);
+  EXPECT_EQ(s.max_width, 16.0);
+  const LinkState none = read_pcie_link(root.path().string(), "0000:aa:00.0", "GPU");
+  EXPECT_TRUE(std::isnan(none.current_gts) && std::isnan(none.max_width));
+}
+
+}  // namespace
+}  // namespace shakedown::devices

@@ -23,13 +23,13 @@ trap 'rm -rf "$tmp"' EXIT
 mbw_rates=() sd_rates=()
 for ((i = 1; i <= reps; i++)); do
   # "AVG Method: MEMCPY Elapsed: ... MiB: 256 Copy: 7954.9 MiB/s" -> GB/s copied
-  rate=$(mbw -q -t0 -n "$trials" "$mib" | awk '/^AVG/ {print $(NF-1) * 1048576 / 1e9}')
+  rate=$(mbw -q -t0 -n "$trials" "$mib" | awk '/^AVG/ {printf "%.2f\n", $(NF-1) * 1048576 / 1e9}')
   mbw_rates+=("$rate")
   "$root/scripts/mpirun-local.sh" -n 1 "$build/shakedown" run --phases devices \
     --set devices.threads=1 --set "devices.host_bytes=${mib}MiB" --set devices.pairs=none \
     --set "devices.trials=$trials" --out "$tmp/run$i.h5" >"$tmp/out$i" 2>&1 ||
     { cat "$tmp/out$i"; exit 1; }
-  rate=$(python3 -c "import h5py, numpy as n, sys; f = h5py.File(sys.argv[1]); print(n.median(f['/devices/memory/copy/alone_GBps'][()]) / 2)" "$tmp/run$i.h5")
+  rate=$(/usr/bin/python3 -c "import h5py, numpy as n, sys; f = h5py.File(sys.argv[1]); print('%.2f' % (n.median(f['/devices/memory/copy/alone_GBps'][()]) / 2))" "$tmp/run$i.h5")
   sd_rates+=("$rate")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }

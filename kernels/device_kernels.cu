@@ -45,10 +45,13 @@ __global__ void fill_kernel(double* p, double value, std::uint64_t n) {
   }
 }
 
-__global__ void spin_kernel(const volatile int* flag, long long timeout_cycles) {
+__global__ void spin_kernel(volatile int* flag, long long timeout_cycles) {
   const long long start = clock64();
-  while (*flag == 0) {
-    if (clock64() - start > timeout_cycles) break;
+  while (flag[0] == 0) {
+    if (clock64() - start > timeout_cycles) {
+      flag[1] = 1;
+      break;
+    }
   }
 }
 
@@ -74,7 +77,7 @@ void launch_fill(double* p, double value, std::uint64_t n, void* stream) {
   check_launch();
 }
 
-void launch_spin(const volatile int* flag, std::uint32_t timeout_ms, void* stream) {
+void launch_spin(volatile int* flag, std::uint32_t timeout_ms, void* stream) {
   int device = 0, khz = 0;
   SD_CUDA_CHECK(cudaGetDevice(&device));
   SD_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));

@@ -14,11 +14,11 @@ void launch_triad(double* a, const double* b, const double* c, double s, std::ui
                   void* stream);
 // p[i] = value for n doubles, asynchronous.
 void launch_fill(double* p, double value, std::uint64_t n, void* stream);
-// One thread that waits until *flag (host memory mapped into the device) is non-zero, or about
-// `timeout_ms` of GPU clock has passed, so that the work queued behind it on `stream` starts at
-// once when the host releases it (nvbandwidth's way of keeping the enqueue cost out of the
-// timed region). Asynchronous.
-void launch_spin(const volatile int* flag, std::uint32_t timeout_ms, void* stream);
+// One thread that waits until flag[0] (host memory mapped into the device) is non-zero, or about
+// `timeout_ms` of GPU clock has passed (then it sets flag[1] to 1), so that the work queued behind
+// it on `stream` starts at once when the host releases it (nvbandwidth's way of keeping the enqueue
+// cost out of the timed region). Asynchronous.
+void launch_spin(volatile int* flag, std::uint32_t timeout_ms, void* stream);
 
 }  // namespace shakedown::kernels
 

@@ -153,6 +153,7 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
   for (const DevicesTest& t : dv.tests) {
     const bool host_copy = t.name.rfind("h2d", 0) == 0 || t.name.rfind("d2h", 0) == 0;
     if (t.name.find("bidir") != std::string::npos) continue;  // not held to the one-way figure
+    if (t.name == "ce_copy") continue;  // copy engines run below kernels: no figure of its own
     const Minimum min =
         host_copy ? minimum(facts, cfg.min_host_GBps, "min_host_GBps", &Platform::devices_host_GBps)
                   : minimum(facts, cfg.min_memory_GBps, "min_memory_GBps",
@@ -381,13 +382,17 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
           "Bonferroni-corrected";
       out.push_back(f);
     }
-    if (!o.devices_unjudged.empty()) {
-      unjudged.push_back(facts.node_name(n.node) + ": " + o.devices_unjudged);
+    if (!o.devices_unjudged.empty() || !o.pairs_unjudged.empty()) {
+      unjudged.push_back(facts.node_name(n.node) + ": " +
+                         (o.devices_unjudged.empty() ? o.pairs_unjudged : o.devices_unjudged));
     }
   }
   if (nodes_measured == 0) {
+    bool several = false;
+    for (const DevicesNode& n : dv.nodes) several = several || n.ranks.size() > 1;
     std::string why = dv.pairs_setting == "none" ? "devices.pairs is none"
-                                                 : "every node has one device (one rank per node)";
+                      : several ? "no pair could be opened (see the failures above)"
+                                : "every node has one device (one rank per node)";
     out.push_back(run_finding("devices.pairs", CheckStatus::kSkip,
                               "the pair matrix was not measured: " + why));
     return;

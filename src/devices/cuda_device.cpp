@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -107,18 +108,24 @@ class SpinFlag {
   SpinFlag() {
     void* host = nullptr;
     void* device = nullptr;
-    SD_CUDA_CHECK(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped));
+    SD_CUDA_CHECK(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped));
     host_ = static_cast<int*>(host);
-    *host_ = 0;
+    host_[0] = 0;
+    host_[1] = 0;
     SD_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
     device_ = static_cast<int*>(device);
   }
   ~SpinFlag() { (void)cudaFreeHost(host_); }
   SpinFlag(const SpinFlag&) = delete;
   SpinFlag& operator=(const SpinFlag&) = delete;
-  void hold() { __atomic_store_n(host_, 0, __ATOMIC_SEQ_CST); }
+  void hold() {
+    __atomic_store_n(host_ + 1, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(host_, 0, __ATOMIC_SEQ_CST);
+  }
+  // The spin kernel gave up waiting (it writes the second word): the trial's time is not valid.
+  bool timed_out() const { return __atomic_load_n(host_ + 1, __ATOMIC_SEQ_CST) != 0; }
   void release() { __atomic_store_n(host_, 1, __ATOMIC_SEQ_CST); }
-  const volatile int* device() const { return device_; }
+  volatile int* device() const { return device_; }
 
  private:
   int* host_ = nullptr;    // written with atomic stores
@@ -166,6 +173,12 @@ class CudaDevice final : public Device {
     kernels::launch_fill(c_->doubles(), 0.0, n_, measured_.get());
     kernels::launch_fill(pair_src_->doubles(), static_cast<double>(device) + 1.0,
                          copy_bytes_ / sizeof(double), measured_.get());
+    // Load every kernel now: CUDA loads kernels lazily at first launch, and a load while the spin
+    // kernel holds the GPU may wait for it (a stall until the spin times out).
+    kernels::launch_copy(c_->doubles(), a_->doubles(), n_, measured_.get());
+    kernels::launch_triad(a_->doubles(), b_->doubles(), c_->doubles(), 3.0, n_, measured_.get());
+    flag_.release();
+    kernels::launch_spin(flag_.device(), kSpinTimeoutMs, measured_.get());
     SD_CUDA_CHECK(cudaStreamSynchronize(measured_.get()));
 
     const double array = static_cast<double>(n_ * sizeof(double));
@@ -239,6 +252,11 @@ class CudaDevice final : public Device {
     std::vector<cudaIpcMemHandle_t> handles(static_cast<std::size_t>(size));
     SD_MPI_CHECK(
         MPI_Allgather(&mine, sizeof mine, MPI_BYTE, handles.data(), sizeof mine, MPI_BYTE, node));
+    char bus[32] = {};
+    std::snprintf(bus, sizeof bus, "%s", bus_id_.c_str());
+    std::vector<char> buses(static_cast<std::size_t>(size) * sizeof bus);
+    SD_MPI_CHECK(
+        MPI_Allgather(bus, sizeof bus, MPI_CHAR, buses.data(), sizeof bus, MPI_CHAR, node));
     std::vector<int> ok(static_cast<std::size_t>(size));
     const int mine_ok = why_not.empty() ? 1 : 0;
     SD_MPI_CHECK(MPI_Allgather(&mine_ok, 1, MPI_INT, ok.data(), 1, MPI_INT, node));
@@ -252,6 +270,21 @@ class CudaDevice final : public Device {
       }
       if (ok[up] == 0) {
         refused[up] = "its GPU memory could not be exported (cudaIpcGetMemHandle failed there)";
+        continue;
+      }
+      // Where the peer's GPU is visible here too, ask CUDA whether P2P is possible at all: a copy
+      // staged through host memory would measure the host path, not the link.
+      int peer_device = -1, can = 1;
+      if (cudaDeviceGetByPCIBusId(&peer_device, &buses[up * sizeof bus]) == cudaSuccess &&
+          peer_device != device_) {
+        SD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device_, peer_device));
+      } else {
+        (void)cudaGetLastError();
+      }
+      if (can == 0) {
+        refused[up] = "cudaDeviceCanAccessPeer: no peer access between " + bus_id_ + " and " +
+                      std::string(&buses[up * sizeof bus]) +
+                      " (P2P disabled, ACS or an IOMMU between the GPUs)";
         continue;
       }
       void* ptr = nullptr;
@@ -285,12 +318,19 @@ class CudaDevice final : public Device {
   }
 
   void close_peers() override {
-    // Every copy from this rank's buffer has finished before its peers close their mappings.
+    // This rank's copies from its peers have finished, and every rank has got that far, before
+    // anyone closes a mapping; every mapping is closed before any owner may free its buffer.
     SD_CUDA_CHECK(cudaDeviceSynchronize());
     if (node_ != MPI_COMM_NULL) SD_MPI_CHECK(MPI_Barrier(node_));
     for (void* p : opened_) SD_CUDA_CHECK(cudaIpcCloseMemHandle(p));
     opened_.clear();
     peers_.clear();
+    if (node_ != MPI_COMM_NULL) SD_MPI_CHECK(MPI_Barrier(node_));
+  }
+  ~CudaDevice() override {
+    // No DMA in flight into the pinned buffers when they are unregistered (exception paths).
+    (void)cudaSetDevice(device_);
+    (void)cudaDeviceSynchronize();
   }
   double pair_bytes() const override { return static_cast<double>(copy_bytes_); }
 
@@ -328,6 +368,12 @@ class CudaDevice final : public Device {
     if (with_other) SD_CUDA_CHECK(cudaStreamSynchronize(other_.get()));
     float ms = 0;
     SD_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
+    if (flag_.timed_out()) {
+      throw RuntimeFault("devices: GPU " + bus_id_ +
+                         ": the host did not release the timing spin kernel within " +
+                         std::to_string(kSpinTimeoutMs / 1000) +
+                         " s (enqueueing the work blocked): the trial's time is not valid");
+    }
     return static_cast<double>(ms) * 1e-3;
   }
 
@@ -350,6 +396,8 @@ class CudaDevice final : public Device {
 
 std::unique_ptr<Device> make_cuda_device(int device, std::uint64_t bytes,
                                          std::uint64_t copy_bytes) {
+  // Before the members (streams, events) are made: they belong to the current device.
+  SD_CUDA_CHECK(cudaSetDevice(device));
   return std::make_unique<CudaDevice>(device, bytes, copy_bytes);
 }
 

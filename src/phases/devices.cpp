@@ -80,7 +80,7 @@ class DevicesRun {
     for (std::size_t t = 0; t < tests.size(); ++t) {
       const std::string label = "devices " + tests[t].name;
       Watchdog::StepPlan plan;
-      plan.total = 2L * (cfg_.warmup + trials);
+      plan.total = 2L * trials + cfg_.warmup;  // alone (timed trials), then together
       begin_measured_step(env_, "devices", ++step_number, label, progress, plan);
       std::atomic<std::int64_t>& done = env_.watchdog.progress();
       std::vector<double> alone(static_cast<std::size_t>(trials), kNaN);
@@ -166,11 +166,13 @@ class DevicesRun {
     int g_max = g;
     SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &g_max, 1, MPI_INT, MPI_MAX, ctx_.world()));
     const std::vector<PairStep> schedule = devices::pair_schedule(g, cfg_.pairs);
-    std::vector<std::string> refused(static_cast<std::size_t>(g));
-    if (!schedule.empty()) {
-      env_.watchdog.step("devices: open the pair buffers");
-      refused = agreed(ctx_.world(), [&] { return device_.open_peers(ctx_.node()); });
-    }
+    // Every rank takes the same world steps, whether its node has pairs or not (nodes may hold
+    // different numbers of ranks): only the node collectives inside are skipped.
+    env_.watchdog.step("devices: open the pair buffers");
+    const std::vector<std::string> refused = agreed(ctx_.world(), [&] {
+      return schedule.empty() ? std::vector<std::string>(static_cast<std::size_t>(g))
+                              : device_.open_peers(ctx_.node());
+    });
     // What this rank measured as the destination: [mode, trial, src], NaN where not measured.
     std::vector<double> mine(static_cast<std::size_t>(devices::kPairModes * trials * g_max), kNaN);
     const auto at = [&](PairMode m, int trial, int src) -> double& {
@@ -203,10 +205,8 @@ class DevicesRun {
         }
       }
     }
-    if (!schedule.empty()) {
-      env_.watchdog.step("devices: close the pair buffers");
-      device_.close_peers();
-    }
+    env_.watchdog.step("devices: close the pair buffers");
+    if (!schedule.empty()) device_.close_peers();
     record_pairs(mine, refused, g_max, static_cast<int>(schedule.size()));
   }
 
@@ -226,7 +226,10 @@ class DevicesRun {
     const std::vector<double> rows = gather_rows<double>(ctx_.world(), 0, mine);
     std::vector<std::string> why;
     for (std::size_t p = 0; p < refused.size(); ++p) {
-      if (!refused[p].empty()) {
+      if (p == static_cast<std::size_t>(ctx_.local_rank())) {
+        if (!refused[p].empty())
+          why.push_back("local rank " + std::to_string(p) + ": " + refused[p]);
+      } else if (!refused[p].empty()) {
         why.push_back("local rank " + std::to_string(p) + " -> local rank " +
                       std::to_string(ctx_.local_rank()) + ": " + refused[p]);
       }
@@ -301,8 +304,9 @@ void run_devices(PhaseEnv& env) {
   const Context& ctx = env.ctx;
   env.watchdog.step("devices: prepare");
   const GpuChoice gpu = choose_gpu(ctx);
+  // One rank per GPU (exclusive): two ranks on one GPU would make a "pair" of one device.
   const bool cuda =
-      choose_gpu_path(ctx, gpu, "devices.path", cfg.path, "cuda", "cpu", /*exclusive=*/false);
+      choose_gpu_path(ctx, gpu, "devices.path", cfg.path, "cuda", "cpu", /*exclusive=*/true);
   std::unique_ptr<Device> device = agreed(ctx.world(), [&] {
     if (cuda) {
       use_gpu(gpu.device);

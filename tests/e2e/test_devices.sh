@@ -5,7 +5,7 @@
 # ordered pair measured once per mode; a slowed rank is named by devices.memory and as the device
 # of every slow pair (devices.pairs), and no other rank; pairs ring/none; one rank per node says
 # the pair matrix was not measured; bad keys and a GPU asked for on a machine without one are
-# exit 2 naming the key.
+# exit 2 naming the key; nodes of 2 and 1 ranks (pretend hosts) finish.
 source "$(dirname "$0")/lib.sh"
 small=(--phases devices --set devices.host_bytes=16MiB --set devices.copy_bytes=4MiB)
 
@@ -74,6 +74,14 @@ expect_in "$TMP/detail" "\[SKIP\] devices.pairs: the pair matrix was not measure
 expect_rc 0 $? "one rank per node"
 "$SHAKEDOWN" summary --detail "$TMP/d.h5" >"$TMP/detail"
 expect_in "$TMP/detail" "\[SKIP\] devices.pairs: the pair matrix was not measured: every node has one device" "one device per node"
+
+# Nodes of different sizes (two pretend hosts on loopback with 2 and 1 ranks): the node of one
+# rank has no pairs and must still take the same world steps (no hang).
+PRETEND_SLOTS="2 1" timeout 120 "$SHAKEDOWN_SOURCE_DIR/tests/mpi/pretend_hosts.sh" "$SHAKEDOWN" run \
+  "${small[@]}" --out "$TMP/u.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+rc=$?
+[[ $rc -eq 0 || $rc -eq 1 ]] || { cat "$TMP/stderr"; fail "nodes of 2 and 1 ranks: exit code $rc"; }
+expect_in "$TMP/stdout" "tested 3 devices and 2 pairs on 3 ranks / 2 nodes" "uneven nodes"
 
 # Mistakes: exit 2 naming the key.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set devices.pairs=some --out "$TMP/e.h5" \

@@ -35,20 +35,6 @@ double per_gb(double gbps_value) {
   return gbps_value > 0 ? 1.0 / gbps_value : kNaN;
 }
 
-std::vector<double> column(const std::vector<double>& v, std::size_t rows, std::size_t cols,
-                           std::size_t c) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < rows; ++i) {
-    if (!std::isnan(v[i * cols + c])) out.push_back(v[i * cols + c]);
-  }
-  return out;
-}
-
-double median_of(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  return v.empty() ? kNaN : median(v);
-}
-
 // Where a minimum comes from: the config key when set, else the platform's figure.
 struct Minimum {
   double value = 0;
@@ -127,16 +113,22 @@ DevicesFindings read_devices(const RunFile& f) {
         }
         n.modes.push_back(std::move(m));
       }
+      if (!n.modes.empty()) {
+        const PairMatrix& uni = n.modes.front();
+        for (std::size_t s = 0; s < uni.g; ++s) {
+          for (std::size_t t = 0; t < uni.g; ++t) {
+            n.pairs_measured += std::isnan(uni.median(s, t)) ? 0 : 1;
+          }
+        }
+      }
+      out.pairs_measured += n.pairs_measured;
+      out.nodes_with_pairs += n.pairs_measured > 0 ? 1 : 0;
       out.nodes.push_back(std::move(n));
     }
     std::sort(out.nodes.begin(), out.nodes.end(),
               [](const DevicesNode& a, const DevicesNode& b) { return a.node < b.node; });
   }
   return out;
-}
-
-bool any_pair(const PairMatrix& m) {
-  return std::any_of(m.gbps.begin(), m.gbps.end(), [](double v) { return !std::isnan(v); });
 }
 
 std::string slot_name(const RunFacts& facts, const DevicesNode& n, int slot) {
@@ -161,8 +153,9 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
     if (min.value <= 0 || (!gpu && min.source.rfind("platform", 0) == 0)) continue;
     if (!facts.sanitizers.empty()) continue;
     judged = true;
+    const std::vector<double> per_rank = column_medians(t.alone, world);
     for (std::size_t r = 0; r < world; ++r) {
-      const double got = median_of(column(t.alone, trials, world, r));
+      const double got = per_rank[r];
       if (std::isnan(got) || got >= min.value) continue;
       const double ratio = got / min.value;
       Finding f = rank_finding(facts, "devices.memory", below_expected(facts, ratio, 1.0),
@@ -298,7 +291,7 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                           ? minimum(facts, facts.config.devices.min_pair_GBps, "min_pair_GBps",
                                     &Platform::devices_pair_GBps)
                           : Minimum{facts.config.devices.min_pair_GBps, "devices.min_pair_GBps"};
-  std::size_t measured = 0, nodes_measured = 0, flagged = 0;
+  std::size_t flagged = 0;
   std::vector<std::string> unjudged;
   for (const DevicesNode& n : dv.nodes) {
     if (!n.refused.empty()) {
@@ -311,13 +304,8 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
       f.host = facts.host_of_node(n.node);
       out.push_back(f);
     }
-    const bool any = std::any_of(n.modes.begin(), n.modes.end(), any_pair);
-    if (!any) continue;
-    ++nodes_measured;
+    if (n.pairs_measured == 0) continue;
     const PairMatrix& uni = n.modes.front();
-    for (std::size_t s = 0; s < uni.g; ++s) {
-      for (std::size_t t = 0; t < uni.g; ++t) measured += std::isnan(uni.median(s, t)) ? 0 : 1;
-    }
     // The minimum, unidirectional medians.
     if (min.value > 0 && facts.sanitizers.empty()) {
       for (std::size_t s = 0; s < uni.g; ++s) {
@@ -387,7 +375,7 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                          (o.devices_unjudged.empty() ? o.pairs_unjudged : o.devices_unjudged));
     }
   }
-  if (nodes_measured == 0) {
+  if (dv.nodes_with_pairs == 0) {
     bool several = false;
     for (const DevicesNode& n : dv.nodes) several = several || n.ranks.size() > 1;
     std::string why = dv.pairs_setting == "none" ? "devices.pairs is none"
@@ -398,13 +386,13 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
     return;
   }
   if (flagged == 0) {
-    std::string msg = std::to_string(measured) + " ordered pair(s) on " +
-                      std::to_string(nodes_measured) +
+    std::string msg = std::to_string(dv.pairs_measured) + " ordered pair(s) on " +
+                      std::to_string(dv.nodes_with_pairs) +
                       " node(s): no device's pairs and no pair slower than the node's others";
     if (!unjudged.empty()) msg += " (not compared: " + join(unjudged, "; ") + ")";
     if (min.value > 0) msg += "; every pair at or above " + min.source + " = " + gbps(min.value);
     out.push_back(run_finding("devices.pairs",
-                              unjudged.size() == nodes_measured && min.value <= 0
+                              unjudged.size() == dv.nodes_with_pairs && min.value <= 0
                                   ? CheckStatus::kSkip
                                   : CheckStatus::kPass,
                               msg));
@@ -416,7 +404,7 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
 double PairMatrix::median(std::size_t src, std::size_t dst) const {
   std::vector<double> v;
   for (std::size_t i = 0; i < trials; ++i) v.push_back(at(i, src, dst));
-  return median_of(v);
+  return shakedown::median(v);
 }
 
 PairOutliers pair_outliers(const std::vector<PairMatrix>& modes, const StragglerLimits& limits) {
@@ -506,18 +494,6 @@ DevicesFindings devices_findings(const RunFile& file, const RunFacts& facts) {
   DevicesFindings dv = read_devices(file);
   std::vector<std::string> names;
   for (const auto& t : dv.tests) names.push_back(t.name);
-  std::size_t pairs = 0, nodes_with_pairs = 0;
-  for (const auto& n : dv.nodes) {
-    std::size_t here = 0;
-    if (!n.modes.empty()) {
-      const PairMatrix& m = n.modes.front();
-      for (std::size_t s = 0; s < m.g; ++s) {
-        for (std::size_t t = 0; t < m.g; ++t) here += std::isnan(m.median(s, t)) ? 0 : 1;
-      }
-    }
-    pairs += here;
-    nodes_with_pairs += here > 0 ? 1 : 0;
-  }
   if (dv.tests.empty()) {
     dv.findings.push_back(run_finding(
         "devices.coverage",
@@ -530,10 +506,10 @@ DevicesFindings devices_findings(const RunFile& file, const RunFacts& facts) {
       (dv.path == "cuda" ? "GPU" : "host") + std::string(" tests ") + join(names, ", ") + " on " +
           std::to_string(dv.world) + " device(s), alone and all of a node's together, " +
           std::to_string(dv.trials) + " trials each; " +
-          (pairs > 0
-               ? std::to_string(pairs) + " ordered pair(s) on " + std::to_string(nodes_with_pairs) +
-                     " node(s), unidirectional, bidirectional and all at once"
-               : std::string("no pair measured"))));
+          (dv.pairs_measured > 0 ? std::to_string(dv.pairs_measured) + " ordered pair(s) on " +
+                                       std::to_string(dv.nodes_with_pairs) +
+                                       " node(s), unidirectional, bidirectional and all at once"
+                                 : std::string("no pair measured"))));
   memory_checks(dv, facts, dv.findings);
   gpu_checks(dv, facts, dv.findings);
   pair_checks(dv, facts, dv.findings);
@@ -560,10 +536,8 @@ std::string format_devices(const DevicesFindings& dv, const RunFacts& facts, boo
   // Per test: the median device alone, the slowest, and a node's devices all at once.
   std::vector<std::string> alone, together;
   for (const DevicesTest& t : dv.tests) {
-    std::vector<double> per_rank, node_total;
-    for (std::size_t r = 0; r < world; ++r) {
-      per_rank.push_back(median_of(column(t.alone, trials, world, r)));
-    }
+    const std::vector<double> per_rank = column_medians(t.alone, world);
+    std::vector<double> node_total;
     std::map<int, std::vector<double>> by_node;  // per node: sum over its ranks, per trial
     for (std::size_t i = 0; i < trials; ++i) {
       std::map<int, double> sum;
@@ -573,16 +547,16 @@ std::string format_devices(const DevicesFindings& dv, const RunFacts& facts, boo
       }
       for (const auto& [node, s] : sum) by_node[node].push_back(s);
     }
-    for (auto& [node, v] : by_node) node_total.push_back(median_of(v));
+    for (auto& [node, v] : by_node) node_total.push_back(median(v));
     const auto [lo, hi] = std::minmax_element(per_rank.begin(), per_rank.end());
     if (detail) {
-      os << "  " << t.name << ": " << gbps(median_of(per_rank)) << " per device alone ("
+      os << "  " << t.name << ": " << gbps(median(per_rank)) << " per device alone ("
          << general_text(*lo, 3) << " .. " << general_text(*hi, 3) << " over " << world
-         << "); per node with all at once " << gbps(median_of(node_total)) << '\n';
+         << "); per node with all at once " << gbps(median(node_total)) << '\n';
     } else {
-      alone.push_back(t.name + " " + general_text(median_of(per_rank), 3) + " (slowest " +
+      alone.push_back(t.name + " " + general_text(median(per_rank), 3) + " (slowest " +
                       general_text(*lo, 3) + ")");
-      together.push_back(t.name + " " + general_text(median_of(node_total), 3));
+      together.push_back(t.name + " " + general_text(median(node_total), 3));
     }
   }
   if (!detail) {
@@ -591,15 +565,13 @@ std::string format_devices(const DevicesFindings& dv, const RunFacts& facts, boo
   }
   if (!dv.free_bytes.empty() && dv.path == "cuda") {
     os << "  GPU memory free after the runtime started: "
-       << fixed_text(median_of(dv.free_bytes) / double(1ull << 30), 1) << " GiB (median)\n";
+       << fixed_text(median(dv.free_bytes) / double(1ull << 30), 1) << " GiB (median)\n";
   }
   // Pairs: without --detail one line over every node (each mode's range of pair medians).
   std::map<std::string, std::pair<double, double>> range;
   std::vector<std::string> order;
-  std::size_t nodes_with_pairs = 0;
   for (const DevicesNode& n : dv.nodes) {
-    if (n.modes.empty() || !any_pair(n.modes.front())) continue;
-    ++nodes_with_pairs;
+    if (n.pairs_measured == 0) continue;
     std::vector<std::string> parts;
     for (const PairMatrix& m : n.modes) {
       std::vector<double> med;
@@ -645,13 +617,13 @@ std::string format_devices(const DevicesFindings& dv, const RunFacts& facts, boo
          << '\n';
     }
   }
-  if (!detail && nodes_with_pairs > 0) {
+  if (!detail && dv.nodes_with_pairs > 0) {
     std::vector<std::string> parts;
     for (const std::string& mode : order) {
       parts.push_back(mode + " " + general_text(range[mode].first, 3) + " .. " +
                       general_text(range[mode].second, 3));
     }
-    os << "  pairs on " << nodes_with_pairs << " node(s), GB/s: " << join(parts, ", ")
+    os << "  pairs on " << dv.nodes_with_pairs << " node(s), GB/s: " << join(parts, ", ")
        << " (--detail: each node's matrix)\n";
   }
   return os.str();

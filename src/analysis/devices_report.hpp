@@ -50,7 +50,8 @@ struct DevicesNode {
   std::vector<int> ranks;              // by slot
   std::vector<std::string> described;  // by slot
   std::string refused;
-  std::vector<PairMatrix> modes;  // empty: no pair measured on this node
+  std::vector<PairMatrix> modes;   // empty: no pair measured on this node
+  std::size_t pairs_measured = 0;  // ordered pairs with a unidirectional median
 };
 
 struct DevicesTest {
@@ -68,6 +69,7 @@ struct DevicesFindings {
   std::vector<double> free_bytes, total_bytes;                             // [world]
   std::vector<double> pcie_cur_gts, pcie_max_gts, pcie_cur_w, pcie_max_w;  // [world] or empty
   std::vector<DevicesNode> nodes;
+  std::size_t pairs_measured = 0, nodes_with_pairs = 0;  // over every node
   std::vector<Finding> findings;
 };
 

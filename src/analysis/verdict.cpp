@@ -1,7 +1,6 @@
 #include "analysis/verdict.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "analysis/audit.hpp"
@@ -41,15 +40,7 @@ std::string tested_text(const RunAnalysis& a) {
     sizes += s.measured();
   }
   if (a.devices.ran) {
-    std::size_t pairs = 0;
-    for (const DevicesNode& n : a.devices.nodes) {
-      if (n.modes.empty()) continue;
-      for (std::size_t s = 0; s < n.modes.front().g; ++s) {
-        for (std::size_t t = 0; t < n.modes.front().g; ++t) {
-          pairs += std::isnan(n.modes.front().median(s, t)) ? 0 : 1;
-        }
-      }
-    }
+    const std::size_t pairs = a.devices.pairs_measured;
     parts.push_back(plural(a.devices.world, "device", "devices") +
                     (pairs > 0 ? " and " + plural(pairs, "pair", "pairs") : ""));
   }

@@ -44,6 +44,17 @@ std::map<std::string, std::map<std::string, double>> read_table(std::string_view
   return out;
 }
 
+// Every key of the `section` map is one of `known`: else bad() names the unknown one.
+void only_keys(std::string_view name, const YAML::Node& map, const std::string& section,
+               std::initializer_list<std::string_view> known) {
+  for (const auto& entry : map) {
+    const auto key = entry.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      bad(name, "unknown key " + section + "." + key);
+    }
+  }
+}
+
 Platform parse(std::string_view name, std::string_view text) {
   Platform p;
   p.name = std::string(name);
@@ -66,13 +77,7 @@ Platform parse(std::string_view name, std::string_view text) {
     p.gpu_memory_GiB = root["gpu_memory_GiB"].as<double>(0);
     if (!(p.gpu_memory_GiB >= 0)) bad(name, "gpu_memory_GiB must be >= 0");
     if (const YAML::Node a = root["audit"]) {
-      for (const auto& entry : a) {
-        const auto key = entry.first.as<std::string>();
-        if (key != "gpus_per_node" && key != "nic_rate_gbps" && key != "driver_min" &&
-            key != "nccl_min") {
-          bad(name, "unknown key audit." + key);
-        }
-      }
+      only_keys(name, a, "audit", {"gpus_per_node", "nic_rate_gbps", "driver_min", "nccl_min"});
       p.gpus_per_node = a["gpus_per_node"].as<int>(0);
       p.nic_rate_gbps = a["nic_rate_gbps"].as<double>(0);
       p.driver_min = a["driver_min"].as<std::string>("");
@@ -82,13 +87,7 @@ Platform parse(std::string_view name, std::string_view text) {
       }
     }
     if (const YAML::Node dv = root["devices"]) {
-      for (const auto& entry : dv) {
-        const auto key = entry.first.as<std::string>();
-        if (key != "memory_GBps" && key != "host_GBps" && key != "pair_GBps" &&
-            key != "min_free_GiB") {
-          bad(name, "unknown key devices." + key);
-        }
-      }
+      only_keys(name, dv, "devices", {"memory_GBps", "host_GBps", "pair_GBps", "min_free_GiB"});
       p.devices_memory_GBps = dv["memory_GBps"].as<double>(0);
       p.devices_host_GBps = dv["host_GBps"].as<double>(0);
       p.devices_pair_GBps = dv["pair_GBps"].as<double>(0);

@@ -44,14 +44,14 @@ expect_in "$TMP/out" "^  train step: (1 \[|not judged \([0-9]+ and [0-9]+ sample
 expect_in "$TMP/out" "^  train compute \(forward \+ backward\) rank 3 " "each rank's train compute compared"
 expect_in "$TMP/out" "^  checkpoint .*write.*: not judged \(1 and 1 samples" "one checkpoint: not judged"
 
-# `shakedown report` with a baseline: a run whose rank 1 takes 4x as long, against a run
+# `shakedown report` with a baseline: a run whose rank 1 takes 8x as long, against a run
 # without (the shapes of tests/e2e/test_compare.sh); the page shows the comparison and the
 # slowed rank; the exit code is the comparison's.
 gemm=(--virtual-nodes 2 --phases gemm --set gemm.engine=cpu --set gemm.hidden=128
   --set gemm.tokens=64 --set gemm.iters=60)
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --out "$TMP/base.h5" >/dev/null 2>&1
 expect_rc 0 $? "gemm baseline"
-"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=4 \
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${gemm[@]}" --inject slow:rank=1,phase=gemm,factor=8 \
   --baseline "$TMP/base.h5" --report html,json --out "$TMP/slow.h5" >"$TMP/out" 2>&1
 expect_rc 1 $? "a regressed run against its --baseline"
 expect_in "$TMP/out" "^against the baseline $TMP/base.h5:" "the comparison printed after the summary"

@@ -15,14 +15,14 @@
 # and print each step's wall time. Non-zero on any failure. The sanitizer builds are -O1 (what
 # the sanitizers' authors advise) with line tables only (-gline-tables-only: reports still name
 # file and line, at less build time).
-# Time: the MPI and end-to-end tests run one at a time and leave more than half of the CPU idle
-# (they wait on time-outs, signals, Slurm and mpirun start-up), so the next sanitizer build runs
-# behind them at idle priority (SCHED_IDLE: it gets a core only when no test wants it; its
-# output goes to <build>/build.log, printed if it fails) and the step after waits for it.
+# Time: every tree is a unity build (CMAKE_UNITY_BUILD: several sources per compiler run, which
+# parses the shared headers once; the phases and the reporters compile file by file). The builds
+# never run beside the tests: the MPI and end-to-end tests judge timings on oversubscribed cores,
+# and a compiler beside them, even at idle priority, made a rank 10x slower on CI.
 # Usage: scripts/test.sh [extra ctest arguments for step 1, e.g. -L unit]
 # SHAKEDOWN_BUILD_DIR (default build-release, as for scripts/demo.sh), SHAKEDOWN_ASAN_DIR
 # (build-asan) and SHAKEDOWN_TSAN_DIR (build-tsan) name the build folders; SHAKEDOWN_SANITIZERS=0
-# skips steps 2-4; SHAKEDOWN_BACKGROUND_BUILDS=0 builds each tree in the foreground instead.
+# skips steps 2-4.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -38,74 +38,40 @@ step "dependencies"
 
 jobs=$(nproc)
 sanitizers=${SHAKEDOWN_SANITIZERS:-1}
-background=${SHAKEDOWN_BACKGROUND_BUILDS:-1}
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
 lines_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -gline-tables-only -DNDEBUG'
             -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -gline-tables-only -DNDEBUG')
 asan=${SHAKEDOWN_ASAN_DIR:-build-asan}
 tsan=${SHAKEDOWN_TSAN_DIR:-build-tsan}
 configure_asan() {
   cmake -S . -B "$asan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" -DSHAKEDOWN_SANITIZE=address,undefined -DSHAKEDOWN_FUZZ=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" "${unity[@]}" -DSHAKEDOWN_SANITIZE=address,undefined -DSHAKEDOWN_FUZZ=ON \
     -DSHAKEDOWN_CUDA=OFF -DSHAKEDOWN_BENCH=OFF >/dev/null
 }
 configure_tsan() {
   cmake -S . -B "$tsan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" "${unity[@]}" -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
     -DSHAKEDOWN_BENCH=OFF >/dev/null
 }
 build_asan=(cmake --build "$asan" -j "$jobs")
 build_tsan=(cmake --build "$tsan" -j "$jobs" --target unit_runtime mpi_tests)
 
-# start_build DIR COMMAND...: runs the build COMMAND behind the tests at idle priority, in a
-# process group of its own (an interrupted or failed step kills all of it), output in
-# DIR/build.log. finish_build DIR COMMAND...: waits for it, then runs COMMAND in the foreground
-# (a no-op when the background finished it; the whole build with SHAKEDOWN_BACKGROUND_BUILDS=0).
-background_pid=""
-start_build() {
-  local dir=$1
-  shift
-  if [[ "$background" != 0 ]]; then
-    setsid chrt --idle 0 nice -n 19 "$@" >"$dir/build.log" 2>&1 &
-    background_pid=$!
-    trap 'kill -- -'"$background_pid"' 2>/dev/null' EXIT
-  fi
-}
-finish_build() {
-  local dir=$1
-  shift
-  if [[ -n "$background_pid" ]]; then
-    if ! wait "$background_pid"; then
-      tail -n 60 "$dir/build.log"
-      echo "test.sh: the build in $dir failed behind the tests (whole log: $dir/build.log)" >&2
-      exit 1
-    fi
-    trap - EXIT
-    background_pid=""
-  fi
-  "$@"
-}
-
 # One GCC build, Release with the tests: what scripts/demo.sh and users build (-O3 warns
 # differently from -O2); the README test runs the demo, which then finds this build ready.
 build=${SHAKEDOWN_BUILD_DIR:-build-release}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=ON \
-  -DSHAKEDOWN_CUDA=AUTO >/dev/null
+  -DSHAKEDOWN_CUDA=AUTO "${unity[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 step "Release build with the tests (warnings are errors)"
-if [[ "$sanitizers" != 0 ]]; then
-  configure_asan
-  start_build "$asan" "${build_asan[@]}"
-fi
 # Unit tests run in parallel; MPI and e2e tests are marked RUN_SERIAL (they oversubscribe the
 # cores and measure time-outs), so ctest runs them alone.
 (cd "$build" && ctest --output-on-failure -j "$jobs" "$@")
 step "tests (Release)"
 
 if [[ "$sanitizers" != 0 ]]; then
-  finish_build "$asan" "${build_asan[@]}"
-  step "ASan+UBSan build (clang, with the fuzz targets; the rest of what ran behind the tests)"
-  configure_tsan
-  start_build "$tsan" "${build_tsan[@]}"
+  configure_asan
+  "${build_asan[@]}"
+  step "ASan+UBSan build (clang, with the fuzz targets)"
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
@@ -116,7 +82,9 @@ if [[ "$sanitizers" != 0 ]]; then
 
   # ThreadSanitizer on the threads beside MPI: the watchdog and its channel (unit tests of
   # runtime/ and the MPI tests, which run the watchdog, clock sync and recorder under mpirun).
-  finish_build "$tsan" "${build_tsan[@]}"
+  configure_tsan
+  "${build_tsan[@]}"
+  step "ThreadSanitizer build"
   (cd "$tsan" && ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np3$)')
   step "ThreadSanitizer: watchdog unit and MPI tests"
 fi

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/host.hpp"
+#include "core/strings.hpp"
 #include "topology/hostlist.hpp"
 
 namespace shakedown {
@@ -31,19 +32,6 @@ std::string short_name(std::string_view name) {
   });
   if (dotted_number) return std::string(name);
   return std::string(name.substr(0, name.find('.')));
-}
-
-std::vector<std::string> split(std::string_view s, char sep) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t at = s.find(sep, start);
-    parts.emplace_back(
-        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
 }
 
 struct KeyValue {
@@ -185,8 +173,8 @@ const NodeGroup* NetworkMap::leaf_switch_of(std::string_view node) const {
 SlurmAddress parse_slurm_topology_addr(std::string_view addr, std::string_view pattern) {
   SlurmAddress out;
   if (addr.empty()) return out;
-  const std::vector<std::string> a = split(addr, '.');
-  const std::vector<std::string> p = split(pattern, '.');
+  const std::vector<std::string_view> a = split(addr, '.');
+  const std::vector<std::string_view> p = split(pattern, '.');
   // The levels above the node are switches; a node name may itself contain dots.
   std::size_t switches = 0;
   while (switches < p.size() && p[switches] == "switch") ++switches;
@@ -194,9 +182,10 @@ SlurmAddress parse_slurm_topology_addr(std::string_view addr, std::string_view p
     out.node = std::string(addr);  // no usable pattern: the whole address names the node
     return out;
   }
-  if (switches > 0) out.leaf_switch = a[switches - 1];
+  if (switches > 0) out.leaf_switch = std::string(a[switches - 1]);
   for (std::size_t i = switches; i < a.size(); ++i) {
-    out.node += (i > switches ? "." : "") + a[i];
+    if (i > switches) out.node += '.';
+    out.node += a[i];
   }
   return out;
 }

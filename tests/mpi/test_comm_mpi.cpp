@@ -7,16 +7,14 @@
 
 #include "comm/collectives.hpp"
 #include "comm/mpi_comm.hpp"
+#include "env_support.hpp"
 #include "runtime/context.hpp"
 
 using namespace shakedown;
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
+using shakedown::testing_support::env_int;
 
 // Runs one collective the way the phase does and returns this rank's wrong-element count.
 std::uint64_t run_checked(Comm& comm, const CollectiveInfo& info, DType dtype, ReduceOp op,

@@ -6,15 +6,13 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "env_support.hpp"
 #include "runtime/context.hpp"
 
 using namespace shakedown;
 
 namespace {
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
+using shakedown::testing_support::env_int;
 }  // namespace
 
 TEST(Context, SplitsAreConsistent) {

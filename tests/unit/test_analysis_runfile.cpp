@@ -18,10 +18,10 @@
 namespace shakedown {
 namespace {
 
-constexpr int kWorld = 4, kIters = 10, kShapes = 4;
+constexpr int kRunfileWorld = 4, kIters = 10, kShapes = 4;
 
 std::vector<RankInfo> ranks() {
-  return testing_support::two_per_host(kWorld);
+  return testing_support::two_per_host(kRunfileWorld);
 }
 
 // A gemm phase whose rank `slow` (or -1) takes `factor` x as long, under lognormal noise with an
@@ -31,7 +31,7 @@ std::filesystem::path write_run(const std::filesystem::path& dir, unsigned seed,
   RunMeta meta;
   meta.shakedown_version = "test";
   meta.config_yaml = "phases: [gemm]\n";
-  meta.world_size = kWorld;
+  meta.world_size = kRunfileWorld;
   meta.node_count = 2;
   const auto path = dir / ("run" + std::to_string(seed) + ".h5");
   RunWriter w = RunWriter::create(path, meta, 0);
@@ -40,14 +40,14 @@ std::filesystem::path write_run(const std::filesystem::path& dir, unsigned seed,
   std::normal_distribution<double> noise(0, 0.08);
   std::uniform_real_distribution<double> u(0, 1);
   namespace g = schema::gemm;
-  const auto w64 = static_cast<std::uint64_t>(kWorld);
+  const auto w64 = static_cast<std::uint64_t>(kRunfileWorld);
   for (int s = 0; s < kShapes; ++s) {
     const std::string name = "shape" + std::to_string(s);
     const std::string group = schema::gemm_group(name);
     const double flop = 2e9 * (s + 1);
     std::vector<double> t, tflops;
     for (int i = 0; i < kIters; ++i) {
-      for (int r = 0; r < kWorld; ++r) {
+      for (int r = 0; r < kRunfileWorld; ++r) {
         double us = 1000.0 * (s + 1) * std::exp(noise(rng)) * (r == slow ? factor : 1.0);
         if (u(rng) < 0.05) us *= 3;
         t.push_back(us);

@@ -17,7 +17,7 @@
 namespace shakedown {
 namespace {
 
-constexpr std::size_t kSteps = 16;
+constexpr std::size_t kTrainSteps = 16;
 
 std::vector<RankInfo> ranks(int world) {
   return testing_support::two_per_host(world);
@@ -40,13 +40,13 @@ TrainRecord healthy(int tp, int dp, int slow = -1, double factor = 1) {
   r.rank_flop = 3e9;
   r.tokens_per_step = 128 * dp;
   r.memory_bytes = 2.5 * double(1ull << 30);
-  r.steps = kSteps;
+  r.steps = kTrainSteps;
   r.buckets = 2;
   r.world = static_cast<std::uint64_t>(tp * dp);
   std::mt19937 rng(3);
   std::normal_distribution<double> noise(0, 0.03);
   const auto w = static_cast<std::size_t>(tp * dp);
-  for (std::size_t s = 0; s < kSteps; ++s) {
+  for (std::size_t s = 0; s < kTrainSteps; ++s) {
     for (std::size_t k = 0; k < w; ++k) {
       const double f = static_cast<int>(k) == slow ? factor : 1.0;
       r.fwd_ms.push_back(10 * f * std::exp(noise(rng)));
@@ -62,8 +62,8 @@ TrainRecord healthy(int tp, int dp, int slow = -1, double factor = 1) {
       r.param_hash.push_back(1000 * s + k % static_cast<std::size_t>(tp));
     }
   }
-  r.bucket_start_us.assign(kSteps * 2 * w, -5000);
-  r.bucket_end_us.assign(kSteps * 2 * w, 1000);
+  r.bucket_start_us.assign(kTrainSteps * 2 * w, -5000);
+  r.bucket_end_us.assign(kTrainSteps * 2 * w, 1000);
   r.bucket_bytes = {1 << 20, 4 << 20};
   for (std::size_t k = 0; k < w; ++k) {
     r.tp_rank.push_back(static_cast<std::int64_t>(k) % tp);
@@ -161,7 +161,7 @@ TEST(TrainVerdict, LatenessIsJudgedFromThreeGroupsAndEnoughSteps) {
 
 TEST(TrainVerdict, AReplicaOffTheMajorityIsNamedFromTheStepItDiverged) {
   TrainRecord r = healthy(2, 3);  // replicas of tp_rank 0: ranks 0, 2, 4
-  for (std::size_t s = 2; s < kSteps; ++s) r.param_hash[s * 6 + 4] ^= 1;
+  for (std::size_t s = 2; s < kTrainSteps; ++s) r.param_hash[s * 6 + 4] ^= 1;
   const Judged j = judge(r);
   const auto f = j.of("train.replicas");
   ASSERT_EQ(f.size(), 1u);
@@ -177,7 +177,7 @@ TEST(TrainVerdict, AReplicaOffTheMajorityIsNamedFromTheStepItDiverged) {
 
 TEST(TrainVerdict, TwoReplicasThatDifferAreReportedTogether) {
   TrainRecord r = healthy(1, 2);
-  r.param_hash[kSteps * 2 - 1] ^= 1;  // rank 1, last step
+  r.param_hash[kTrainSteps * 2 - 1] ^= 1;  // rank 1, last step
   const Judged j = judge(r);
   const auto f = j.of("train.replicas");
   ASSERT_EQ(f.size(), 1u);
@@ -231,7 +231,7 @@ TEST(TrainVerdict, ASlowRankIsTheStragglerAndTheOneTheOthersWaitedFor) {
 
 TEST(TrainVerdict, ALateGroupWithNormalComputeIsNamedAsAGroup) {
   TrainRecord r = healthy(2, 3);
-  for (std::size_t s = 0; s < kSteps; ++s) {
+  for (std::size_t s = 0; s < kTrainSteps; ++s) {
     r.dp_arrival_us[s * 6 + 4] += 20e3;
     r.dp_arrival_us[s * 6 + 5] += 20e3;
   }

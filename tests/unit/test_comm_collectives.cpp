@@ -7,14 +7,13 @@
 
 #include "comm/collectives.hpp"
 #include "comm/dtype.hpp"
+#include "comm_support.hpp"
 
 namespace shakedown {
 namespace {
 
-constexpr CollectiveKind kAllKinds[] = {CollectiveKind::kAllReduce,     CollectiveKind::kAllGather,
-                                        CollectiveKind::kReduceScatter, CollectiveKind::kBroadcast,
-                                        CollectiveKind::kAllToAll,      CollectiveKind::kSendRecv};
-constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 7, 8, 16, 100, 1000};
+using testing_support::kAllKinds;
+constexpr int kCollectiveRankCounts[] = {1, 2, 3, 4, 5, 7, 8, 16, 100, 1000};
 constexpr std::size_t kElemSizes[] = {1, 2, 4};
 
 CollectiveCounts counts(CollectiveKind kind, std::uint64_t bytes, std::size_t elem, int n) {
@@ -53,7 +52,7 @@ TEST(CommCollectives, OnlyReductionsReduce) {
 }
 
 TEST(CommCollectives, BusBandwidthFactors) {
-  for (int n : kRankCounts) {
+  for (int n : kCollectiveRankCounts) {
     const double nd = n;
     EXPECT_DOUBLE_EQ(collective(CollectiveKind::kAllReduce).busbw_factor(n), 2 * (nd - 1) / nd);
     EXPECT_DOUBLE_EQ(collective(CollectiveKind::kAllGather).busbw_factor(n), (nd - 1) / nd);
@@ -90,7 +89,7 @@ TEST(CommCollectives, AlgBandwidth) {
 TEST(CommCollectives, WholeBufferCounts) {
   for (CollectiveKind k :
        {CollectiveKind::kAllReduce, CollectiveKind::kBroadcast, CollectiveKind::kSendRecv}) {
-    for (int n : kRankCounts) {
+    for (int n : kCollectiveRankCounts) {
       for (std::size_t e : kElemSizes) {
         for (std::uint64_t bytes : {0ull, 1ull, 3ull, 4ull, 6ull, 17ull, 1000ull, 1ull << 20,
                                     (1ull << 20) + 3, 1ull << 34}) {
@@ -117,7 +116,7 @@ TEST(CommCollectives, WholeBufferCounts) {
 
 // Split collectives: each rank's (peer's) share is bytes / n rounded down to 16 bytes.
 TEST(CommCollectives, SplitCounts) {
-  for (int n : kRankCounts) {
+  for (int n : kCollectiveRankCounts) {
     const std::uint64_t nu = static_cast<std::uint64_t>(n);
     for (std::size_t e : kElemSizes) {
       for (std::uint64_t bytes : {0ull, 1ull, 15ull, 16ull, 31ull, 100ull, 1000ull, 4096ull,

@@ -14,12 +14,12 @@
 #include "comm/dtype.hpp"
 #include "comm/half.hpp"
 #include "comm/pattern_math.hpp"
+#include "comm_support.hpp"
 
 namespace shakedown {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16,
-                                DType::kInt32,   DType::kFp8E4M3,  DType::kFp8E5M2};
+using testing_support::kAllDTypes;
 
 TEST(CommDType, SizesAndNames) {
   EXPECT_EQ(dtype_size(DType::kFloat32), 4u);

@@ -14,14 +14,14 @@
 
 #include "comm/dtype.hpp"
 #include "comm/pattern_math.hpp"
+#include "comm_support.hpp"
 
 namespace shakedown {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16,
-                                DType::kInt32,   DType::kFp8E4M3,  DType::kFp8E5M2};
+using testing_support::kAllDTypes;
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMax};
-constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 7, 8, 16, 100, 1000, 4096};
+constexpr int kPatternRankCounts[] = {1, 2, 3, 4, 5, 7, 8, 16, 100, 1000, 4096};
 
 PatternSpec spec_for(DType t, ReduceOp op, int n, std::uint64_t seed = 42, bool reduces = true) {
   PatternSpec s;
@@ -103,7 +103,7 @@ TEST(CommPattern, InputsAreExactIntegers) {
 TEST(CommPattern, ReducedMatchesBruteForce) {
   for (DType t : kAllDTypes) {
     for (ReduceOp op : kOps) {
-      for (int n : kRankCounts) {
+      for (int n : kPatternRankCounts) {
         for (std::uint64_t seed : {1ull, 0xdeadbeefull}) {
           const PatternSpec s = spec_for(t, op, n, seed);
           const PatternParams p = pattern_params(s);
@@ -131,7 +131,7 @@ TEST(CommPattern, EveryPartialSumIsExactInTheDtype) {
   std::mt19937_64 rng(5);
   for (DType t : kAllDTypes) {
     const double limit = static_cast<double>(pattern_limit(t));
-    for (int n : kRankCounts) {
+    for (int n : kPatternRankCounts) {
       const PatternParams p = pattern_params(spec_for(t, ReduceOp::kSum, n, 77));
       std::vector<std::uint64_t> idx = indices_for(n);
       idx.resize(std::min<std::size_t>(idx.size(), 3000));
@@ -228,7 +228,7 @@ TEST(CommPattern, RanksDifferWithinAnIndex) {
 TEST(CommPattern, ReducedVariesWithIndex) {
   for (DType t : kAllDTypes) {
     for (ReduceOp op : kOps) {
-      for (int n : kRankCounts) {
+      for (int n : kPatternRankCounts) {
         const PatternParams p = pattern_params(spec_for(t, op, n));
         std::set<double> values;
         std::uint64_t zeros = 0, equal_neighbours = 0;

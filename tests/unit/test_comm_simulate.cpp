@@ -14,17 +14,15 @@
 #include "comm/dtype.hpp"
 #include "comm/pattern.hpp"
 #include "comm/pattern_math.hpp"
+#include "comm_support.hpp"
 #include "core/error.hpp"
 
 namespace shakedown {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16,
-                                DType::kInt32,   DType::kFp8E4M3,  DType::kFp8E5M2};
-constexpr CollectiveKind kAllKinds[] = {CollectiveKind::kAllReduce,     CollectiveKind::kAllGather,
-                                        CollectiveKind::kReduceScatter, CollectiveKind::kBroadcast,
-                                        CollectiveKind::kAllToAll,      CollectiveKind::kSendRecv};
-constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 8};
+using testing_support::kAllDTypes;
+using testing_support::kAllKinds;
+constexpr int kSimulatedRankCounts[] = {1, 2, 3, 4, 5, 8};
 constexpr std::uint64_t kSizes[] = {16, 96, 1000, 4096, 65536 + 48};
 
 using Bytes = std::vector<unsigned char>;
@@ -128,7 +126,7 @@ TEST(CommSimulate, EveryCollectiveVerifiesClean) {
   for (CollectiveKind kind : kAllKinds) {
     for (DType t : kAllDTypes) {
       for (ReduceOp op : ops_for(kind)) {
-        for (int n : kRankCounts) {
+        for (int n : kSimulatedRankCounts) {
           for (std::uint64_t bytes : kSizes) {
             for (int root : {0, n - 1}) {
               if (root != 0 && kind != CollectiveKind::kBroadcast) continue;

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
@@ -30,9 +31,7 @@ std::string load_error(const std::string& yaml) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 TEST(ConfigLoad, EmptyTextIsAllDefaults) {
   EXPECT_EQ(load(""), Config{});

@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
@@ -25,9 +26,7 @@ std::string set_error(const std::vector<std::string>& overrides, const std::stri
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 TEST(ConfigSet, Scalars) {
   const Config config =

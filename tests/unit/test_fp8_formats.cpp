@@ -16,12 +16,13 @@
 #include "fp8/bf16.hpp"
 #include "fp8/fp8.hpp"
 #include "fp8/tensor.hpp"
+#include "fp8_support.hpp"
 
 namespace shakedown::fp8 {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using testing_support::kInf;
+using testing_support::kNaN;
 
 std::string hex(unsigned code) {
   constexpr char kDigits[] = "0123456789abcdef";

@@ -10,12 +10,13 @@
 
 #include "core/error.hpp"
 #include "fp8/scaling.hpp"
+#include "fp8_support.hpp"
 
 namespace shakedown::fp8 {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using testing_support::kInf;
+using testing_support::kNaN;
 
 template <class F>
 std::string usage_message(F&& f) {

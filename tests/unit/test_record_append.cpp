@@ -25,7 +25,7 @@ using Dims = std::vector<std::uint64_t>;
 
 constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
 
-RunMeta sample_meta() {
+RunMeta append_meta() {
   RunMeta m;
   m.shakedown_version = "0.1.0";
   m.command_line = "shakedown run";
@@ -73,7 +73,7 @@ std::string thrown(Fn&& fn) {
 
 TEST(RecordAppend, OneDimensionalRowsGrowOneThreeOne) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   const std::string path = "/collectives/world/all_reduce/busbw_per_rank";
   const Dims row{4};  // [world]
   const std::vector<double> a = iota_values<double>(4, 0.5);
@@ -108,7 +108,7 @@ TEST(RecordAppend, OneDimensionalRowsGrowOneThreeOne) {
 
 TEST(RecordAppend, TwoDimensionalRowsCompressedAndRelativePath) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 4);
   const Dims row{3, 4};  // [iters, world]
   const std::vector<double> s0 = iota_values<double>(12, 1.0);
   const std::vector<double> s1to3 = iota_values<double>(36, 1000.0);
@@ -138,7 +138,7 @@ TEST(RecordAppend, TwoDimensionalRowsCompressedAndRelativePath) {
 
 TEST(RecordAppend, LargeRowsOneChunkEachCompressedAndFloat32) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 4);
   const Dims row{20, 64};  // [iters, world] of float32: 5 KiB rows
   std::vector<float> s0(20 * 64), s1(20 * 64);
   for (std::size_t i = 0; i < s0.size(); ++i) {
@@ -170,7 +170,7 @@ TEST(RecordAppend, LargeRowsOneChunkEachCompressedAndFloat32) {
 
 TEST(RecordAppend, IntegerOverloadsAndScalarRows) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 1);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
   const std::string wrong = "/collectives/world/all_reduce/wrong";
   const std::vector<std::int64_t> w0{0, -1, 2, std::numeric_limits<std::int64_t>::min()};
   const std::vector<std::int64_t> w1{5, 6, 7, std::numeric_limits<std::int64_t>::max()};
@@ -195,7 +195,7 @@ TEST(RecordAppend, IntegerOverloadsAndScalarRows) {
 
 TEST(RecordAppend, ZeroRowsCreateAnEmptyDatasetThenGrow) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   w.append_rows("/g/x", std::vector<double>{}, {2});
   Dims dims;
   EXPECT_TRUE(RunFile::open(w.partial_path()).read_doubles("/g/x", &dims).empty());
@@ -209,7 +209,7 @@ TEST(RecordAppend, ZeroRowsCreateAnEmptyDatasetThenGrow) {
 
 TEST(RecordAppend, LargeRowsAreChunkedOneRowAtATimeAndSplit) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 1);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
   // A 128 KiB row: one row per chunk.
   const Dims mid{2, 8192};
   w.append_rows("/mid", iota_values<double>(2 * 8192, 0.0), mid);
@@ -238,7 +238,7 @@ TEST(RecordAppend, LargeRowsAreChunkedOneRowAtATimeAndSplit) {
 
 TEST(RecordAppend, RowShapeMismatchIsAnInternalErrorNamingThePath) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   const std::string path = "/collectives/world/all_gather/time_us";
   w.append_rows(path, iota_values<double>(6, 0.0), {2, 3});
 
@@ -267,7 +267,7 @@ TEST(RecordAppend, RowShapeMismatchIsAnInternalErrorNamingThePath) {
 
 TEST(RecordAppend, ElementTypeMismatchIsAnInternalErrorNamingThePath) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   w.append_rows("/d", std::vector<double>{1.0, 2.0}, {2});
   w.append_rows("/i", std::vector<std::int64_t>{1, 2}, {2});
 
@@ -284,7 +284,7 @@ TEST(RecordAppend, ElementTypeMismatchIsAnInternalErrorNamingThePath) {
 
 TEST(RecordAppend, FixedDatasetsAndGroupsDoNotGrow) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   w.write_array("/fixed", std::vector<double>{1.0, 2.0, 3.0, 4.0}, {2, 2});
   const std::string fixed = thrown<InternalError>([&] {
     w.append_rows("/fixed", std::vector<double>{5.0, 6.0}, {2});
@@ -305,7 +305,7 @@ TEST(RecordAppend, FixedDatasetsAndGroupsDoNotGrow) {
 
 TEST(RecordAppend, RefusedAfterFinish) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 0);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 0);
   w.append_rows("/x", std::vector<double>{1.0}, {1});
   w.finish("aborted");
   EXPECT_THROW(w.append_rows("/x", std::vector<double>{2.0}, {1}), InternalError);
@@ -316,7 +316,7 @@ TEST(RecordAppend, RefusedAfterFinish) {
 // (and another process) sees every write; release() and finish() close it.
 TEST(RecordAppend, HeldFileIsFlushedAfterEveryWrite) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 4);
   w.hold_open();
   EXPECT_TRUE(w.held());
   const std::string path = "/collectives/world/all_reduce/sizes";
@@ -345,7 +345,7 @@ TEST(RecordAppend, HeldFileIsFlushedAfterEveryWrite) {
 // processes, and a writer that is not deferring flushes every write again.
 TEST(RecordAppend, DeferredFlushesWaitForFlush) {
   TempDir dir;
-  RunWriter w = RunWriter::create(dir / "run.h5", sample_meta(), 4);
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 4);
   w.hold_open();
   const std::string path = "/collectives/world/all_reduce/sizes";
   w.defer_flushes(true);

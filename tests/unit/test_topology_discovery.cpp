@@ -11,6 +11,7 @@
 #include "topology/discovery.hpp"
 #include "topology/hwloc_topology.hpp"
 #include "topology/versions.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
@@ -19,9 +20,7 @@ const std::string kDgx = std::string(SHAKEDOWN_TEST_DATA) + "/topology/dgx_like.
 // cpu_2x2x8.xml with the allowed cpuset cut to PUs 0-8, as a cgroup or container would.
 const std::string kCpuset = std::string(SHAKEDOWN_TEST_DATA) + "/topology/cpu_2x2x8_cpuset.xml";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 // ---- saved DGX-like topology (layout in tests/data/topology/make_dgx_like.py) ----
 

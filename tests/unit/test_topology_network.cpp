@@ -11,15 +11,14 @@
 #include "topology/hostlist.hpp"
 #include "topology/network.hpp"
 #include "topology/placement.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
 
 using Names = std::vector<std::string>;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 // ---- hostlists ----
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "topology/placement.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
@@ -82,9 +83,7 @@ CheckResult find(const std::vector<CheckResult>& results, std::string_view name)
   return {};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 TEST(TopologyPlacement, GoodGpuJobPassesEverything) {
   PlacementOptions opt;

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "topology/plan.hpp"
+#include "text_support.hpp"
 
 namespace shakedown {
 namespace {
@@ -23,9 +24,7 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 bool any_note(const Plan& plan, const std::string& part) {
   for (const auto& n : plan.notes) {

@@ -7,7 +7,7 @@
 namespace shakedown::train {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kMebibyte = 1024.0 * 1024.0;
 
 TEST(TrainBuckets, ReverseOrderFirstBucketSmallAndNoTensorSplit) {
   // Forward order: four tensors of 128 Ki, 256 Ki, 64 Ki and 192 Ki floats (0.5, 1, 0.25, 0.75
@@ -15,7 +15,7 @@ TEST(TrainBuckets, ReverseOrderFirstBucketSmallAndNoTensorSplit) {
   // 1 MiB, exactly the cap); 1 (1 MiB) would pass it, so it opens bucket 1 (cap 1.5 MiB), and 0
   // (0.5 MiB) joins it (1.5 MiB).
   const std::vector<std::int64_t> sizes{128 << 10, 256 << 10, 64 << 10, 192 << 10};
-  const BucketPlan p = plan_buckets(sizes, 4, 1 * kMiB, 1.5 * kMiB, 1);
+  const BucketPlan p = plan_buckets(sizes, 4, 1 * kMebibyte, 1.5 * kMebibyte, 1);
   ASSERT_EQ(p.buckets.size(), 2u);
   EXPECT_EQ(p.buckets[0].elements, (192 + 64) << 10);
   EXPECT_EQ(p.buckets[0].first_tensor, 2);

@@ -1,0 +1,220 @@
+#include "fabric/localise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace shakedown::fabric {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool has(const std::vector<int>& sorted, int x) {
+  return std::binary_search(sorted.begin(), sorted.end(), x);
+}
+
+int other_end(const NodePair& p, int node) {
+  return p.a == node ? p.b : p.a;
+}
+
+std::string list_text(const std::vector<int>& nodes) {
+  std::string out;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    out += (i > 0 ? ", " : "") + std::to_string(nodes[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Reference reference_of(std::span<const PairResult> pass) {
+  Reference ref{kNaN, kNaN};
+  for (const PairResult& r : pass) {
+    if (std::isfinite(r.bw_GBps) && !(r.bw_GBps <= ref.best_bw_GBps)) ref.best_bw_GBps = r.bw_GBps;
+    if (std::isfinite(r.lat_us) && !(r.lat_us >= ref.best_lat_us)) ref.best_lat_us = r.lat_us;
+  }
+  return ref;
+}
+
+unsigned suspect_reasons(const PairResult& r, const Reference& ref, const Thresholds& t) {
+  // A pair with neither figure failed; one with a figure missing where its peers have one too.
+  const bool no_bw = std::isnan(r.bw_GBps) && !std::isnan(ref.best_bw_GBps);
+  const bool no_lat = std::isnan(r.lat_us) && !std::isnan(ref.best_lat_us);
+  if (no_bw || no_lat) return kFailed;
+  unsigned reasons = 0;
+  if (r.bw_GBps < t.bw_fraction * ref.best_bw_GBps) reasons |= kSlowBandwidth;
+  if (r.lat_us > t.lat_factor * ref.best_lat_us) reasons |= kSlowLatency;
+  return reasons;
+}
+
+std::string reason_text(unsigned reasons) {
+  if ((reasons & kFailed) != 0) return "failed";
+  if (reasons == (kSlowBandwidth | kSlowLatency)) return "bandwidth and latency";
+  if ((reasons & kSlowBandwidth) != 0) return "bandwidth";
+  if ((reasons & kSlowLatency) != 0) return "latency";
+  return "";
+}
+
+Suspects find_suspects(int node_count, std::span<const PairResult> pass,
+                       std::span<const unsigned> reasons) {
+  std::vector<NodePair> open;
+  for (std::size_t i = 0; i < pass.size() && i < reasons.size(); ++i) {
+    if (reasons[i] != 0) open.push_back(pass[i].pair);
+  }
+  std::sort(open.begin(), open.end());
+  open.erase(std::unique(open.begin(), open.end()), open.end());
+  Suspects s;
+  while (true) {
+    std::vector<int> count(static_cast<std::size_t>(std::max(node_count, 0)), 0);
+    for (const NodePair& p : open) {
+      ++count[static_cast<std::size_t>(p.a)];
+      ++count[static_cast<std::size_t>(p.b)];
+    }
+    const auto most = std::max_element(count.begin(), count.end());
+    if (most == count.end() || *most < 2) break;
+    const int node = static_cast<int>(most - count.begin());
+    s.nodes.push_back(node);
+    std::erase_if(open, [&](const NodePair& p) { return p.a == node || p.b == node; });
+  }
+  std::sort(s.nodes.begin(), s.nodes.end());
+  s.links = open;
+  std::vector<int> ends;
+  for (const NodePair& p : s.links) {
+    ends.push_back(p.a);
+    ends.push_back(p.b);
+  }
+  std::sort(ends.begin(), ends.end());
+  for (int n = 0; n < node_count; ++n) {
+    if (!has(s.nodes, n) && !has(ends, n)) s.good.push_back(n);
+  }
+  return s;
+}
+
+RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
+  RetestPlan plan;
+  const auto& good = suspects.good;
+  std::size_t cursor = 0;  // spreads the retests over the good nodes
+  const auto next_good = [&](const std::vector<int>& not_these) {
+    for (std::size_t tries = 0; tries < good.size(); ++tries) {
+      const int g = good[cursor++ % good.size()];
+      if (std::find(not_these.begin(), not_these.end(), g) == not_these.end()) return g;
+    }
+    return -1;
+  };
+  const auto room = [&](std::size_t n) {
+    return static_cast<long>(plan.pairs.size() + n) <= static_cast<long>(budget);
+  };
+  for (const int node : suspects.nodes) {
+    const auto want =
+        static_cast<std::size_t>(std::min<long>(partners, static_cast<long>(good.size())));
+    if (want == 0 || !room(want)) {
+      plan.unplanned_nodes.push_back(node);
+      continue;
+    }
+    std::vector<int> chosen;
+    for (std::size_t k = 0; k < want; ++k) chosen.push_back(next_good(chosen));
+    for (const int g : chosen) plan.pairs.push_back(node_pair(node, g));
+  }
+  for (const NodePair& link : suspects.links) {
+    if (good.empty() || !room(3)) {
+      plan.unplanned_links.push_back(link);
+      continue;
+    }
+    plan.pairs.push_back(link);
+    const int ga = next_good({});
+    const int gb = good.size() > 1 ? next_good({ga}) : ga;
+    plan.pairs.push_back(node_pair(link.a, ga));
+    plan.pairs.push_back(node_pair(link.b, gb));
+  }
+  return plan;
+}
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kConvicted:
+      return "convicted";
+    case Outcome::kAcquitted:
+      return "acquitted";
+    case Outcome::kUnresolved:
+      return "unresolved";
+  }
+  return "?";
+}
+
+Localisation localise(const Suspects& suspects, const RetestPlan& plan,
+                      std::span<const PairResult> retests, const Reference& ref,
+                      const Thresholds& t) {
+  // Each planned pair's result; a pair planned twice keeps its worst.
+  std::map<NodePair, bool> failed;
+  for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+    const bool bad = i >= retests.size() || suspect_reasons(retests[i], ref, t) != 0;
+    failed[plan.pairs[i]] = failed[plan.pairs[i]] || bad;
+  }
+  const auto with_good = [&](int node, std::vector<int>& failed_with,
+                             std::vector<int>& passed_with) {
+    for (const auto& [pair, bad] : failed) {
+      if (pair.a != node && pair.b != node) continue;
+      const int partner = other_end(pair, node);
+      if (!has(suspects.good, partner)) continue;
+      (bad ? failed_with : passed_with).push_back(partner);
+    }
+  };
+  Localisation out;
+  for (const int node : suspects.nodes) {
+    NodeFinding f;
+    f.node = node;
+    if (std::find(plan.unplanned_nodes.begin(), plan.unplanned_nodes.end(), node) !=
+        plan.unplanned_nodes.end()) {
+      f.why = suspects.good.empty()
+                  ? "no node passed all its pairs, so there is no good partner to retest it with"
+                  : "the retest budget was spent before it";
+      out.nodes.push_back(std::move(f));
+      continue;
+    }
+    with_good(node, f.failed_with, f.passed_with);
+    if (f.failed_with.size() >= 2) {
+      f.outcome = Outcome::kConvicted;
+    } else if (f.failed_with.empty() && !f.passed_with.empty()) {
+      f.outcome = Outcome::kAcquitted;
+    } else {
+      f.why = "failed with " + std::to_string(f.failed_with.size()) + " of " +
+              std::to_string(f.failed_with.size() + f.passed_with.size()) + " good partner(s) (" +
+              list_text(f.failed_with) + "); conviction takes 2 different good partners";
+    }
+    out.nodes.push_back(std::move(f));
+  }
+  for (const NodePair& link : suspects.links) {
+    LinkFinding f;
+    f.pair = link;
+    if (std::find(plan.unplanned_links.begin(), plan.unplanned_links.end(), link) !=
+        plan.unplanned_links.end()) {
+      f.why = suspects.good.empty()
+                  ? "no node passed all its pairs, so there is no good partner to retest it with"
+                  : "the retest budget was spent before it";
+      out.links.push_back(std::move(f));
+      continue;
+    }
+    const auto again = failed.find(link);
+    std::vector<int> fa, pa, fb, pb;
+    with_good(link.a, fa, pa);
+    with_good(link.b, fb, pb);
+    if (again != failed.end() && !again->second) {
+      f.outcome = Outcome::kAcquitted;
+    } else if (fa.empty() && fb.empty() && !pa.empty() && !pb.empty()) {
+      f.outcome = Outcome::kConvicted;
+    } else {
+      const int end = !fa.empty() ? link.a : link.b;
+      const int partner = !fa.empty() ? fa.front() : (!fb.empty() ? fb.front() : -1);
+      f.why = partner >= 0
+                  ? "node " + std::to_string(end) + " was also slow with good partner " +
+                        std::to_string(partner) + ": the node, not only this link, may be at fault"
+                  : "its ends were not retested with a good partner";
+    }
+    out.links.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace shakedown::fabric

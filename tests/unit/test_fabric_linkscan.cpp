@@ -1,0 +1,261 @@
+// The link scan's schedules and localisation (fabric/schedule.hpp, fabric/localise.hpp): proper
+// round-robin rounds, and planted bad nodes and links convicted exactly, healthy noise nothing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "fabric/localise.hpp"
+#include "fabric/schedule.hpp"
+
+namespace shakedown::fabric {
+namespace {
+
+// Every round uses each node at most once; returns the pairs seen over all rounds.
+std::multiset<NodePair> check_rounds(const std::vector<Round>& rounds, int nodes) {
+  std::multiset<NodePair> seen;
+  for (const Round& round : rounds) {
+    std::set<int> busy;
+    for (const NodePair& p : round) {
+      EXPECT_LT(p.a, p.b);
+      EXPECT_GE(p.a, 0);
+      EXPECT_LT(p.b, nodes);
+      EXPECT_TRUE(busy.insert(p.a).second) << "node " << p.a << " twice in a round";
+      EXPECT_TRUE(busy.insert(p.b).second) << "node " << p.b << " twice in a round";
+      seen.insert(p);
+    }
+  }
+  return seen;
+}
+
+TEST(CircleRounds, EveryPairExactlyOnceAndEveryNodeInEveryRound) {
+  for (int n : {2, 3, 4, 5, 6, 7, 8, 16, 33}) {
+    const auto rounds = circle_rounds(n);
+    EXPECT_EQ(rounds.size(), static_cast<std::size_t>(n % 2 == 0 ? n - 1 : n)) << n;
+    const auto seen = check_rounds(rounds, n);
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(n * (n - 1) / 2)) << n;
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) EXPECT_EQ(seen.count({a, b}), 1u) << a << "-" << b;
+    }
+    for (const Round& round : rounds) EXPECT_EQ(round.size(), static_cast<std::size_t>(n / 2));
+  }
+  EXPECT_TRUE(circle_rounds(1).empty());
+  EXPECT_TRUE(circle_rounds(0).empty());
+}
+
+TEST(CircleRounds, ThousandNodesInUnderASecond) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto rounds = circle_rounds(1024);
+  const auto seen = check_rounds(rounds, 1024);
+  EXPECT_EQ(rounds.size(), 1023u);
+  EXPECT_EQ(seen.size(), 1024u * 1023u / 2);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+}
+
+TEST(RandomRounds, SeededProperPairingsAndRecordedSeedRepeats) {
+  const auto a = random_rounds(9, 15, 42);
+  const auto b = random_rounds(9, 15, 42);
+  const auto c = random_rounds(9, 15, 43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  ASSERT_EQ(a.size(), 15u);
+  check_rounds(a, 9);
+  for (const Round& round : a) EXPECT_EQ(round.size(), 4u);
+  EXPECT_EQ(scan_rounds(6, "random", 0, 1).size(), 5u);
+  EXPECT_EQ(scan_rounds(6, "all_pairs", 99, 1).size(), 5u);
+  EXPECT_THROW(scan_rounds(6, "ring", 0, 1), std::invalid_argument);
+}
+
+TEST(PackRounds, NoNodeTwiceInARoundAndNothingLost) {
+  const std::vector<NodePair> pairs = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {4, 5}, {2, 5}};
+  const auto rounds = pack_rounds(pairs);
+  const auto seen = check_rounds(rounds, 6);
+  EXPECT_EQ(seen.size(), pairs.size());
+  EXPECT_GE(rounds.size(), 3u);  // node 0 is in three pairs
+  EXPECT_LE(rounds.size(), 4u);  // greedy: {2, 5} finds node 2 or 5 busy in each of the first 3
+  EXPECT_EQ(partner_in(rounds[0], 1), 0);
+  EXPECT_EQ(partner_in(rounds[0], 3), -1);
+}
+
+// A synthetic scan of n nodes: every pair's bandwidth is `base` with relative noise `noise` (a
+// healthy InfiniBand pair at large messages varies by well under 1%: the 93% rule is made for
+// that), divided by `slow` when it touches a slow node or is a slow link.
+struct Fabric {
+  int n = 8;
+  double base = 10, noise = 0.01;
+  std::set<int> slow_nodes;
+  std::set<NodePair> slow_links;
+  double slow = 3;
+
+  PairResult measure(const NodePair& p, std::mt19937_64& rng) const {
+    std::normal_distribution<double> jitter(0, noise);
+    double bw = base * (1 + jitter(rng));
+    double lat = 2.0 * (1 + std::abs(jitter(rng)));
+    if (slow_nodes.count(p.a) > 0 || slow_nodes.count(p.b) > 0 || slow_links.count(p) > 0) {
+      bw /= slow;
+    }
+    return {p, bw, lat};
+  }
+};
+
+Localisation scan(const Fabric& f, std::uint64_t seed, Suspects* suspects_out = nullptr) {
+  std::mt19937_64 rng(seed);
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(f.n)) {
+    for (const NodePair& p : round) pass.push_back(f.measure(p, rng));
+  }
+  const Thresholds t;
+  const Reference ref = reference_of(pass);
+  std::vector<unsigned> reasons;
+  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
+  const Suspects s = find_suspects(f.n, pass, reasons);
+  if (suspects_out != nullptr) *suspects_out = s;
+  const RetestPlan plan = plan_retests(s, 2, 4 * f.n);
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs) retests.push_back(f.measure(p, rng));
+  return localise(s, plan, retests, ref, t);
+}
+
+std::vector<int> convicted_nodes(const Localisation& l) {
+  std::vector<int> out;
+  for (const auto& f : l.nodes) {
+    if (f.outcome == Outcome::kConvicted) out.push_back(f.node);
+  }
+  return out;
+}
+std::vector<NodePair> convicted_links(const Localisation& l) {
+  std::vector<NodePair> out;
+  for (const auto& f : l.links) {
+    if (f.outcome == Outcome::kConvicted) out.push_back(f.pair);
+  }
+  return out;
+}
+
+TEST(Localise, HealthyNoiseConvictsNothingOver100Seeds) {
+  for (int n : {2, 3, 4, 8, 16}) {
+    Fabric f;
+    f.n = n;
+    for (std::uint64_t seed = 0; seed < 100; ++seed) {
+      const Localisation l = scan(f, seed);
+      EXPECT_TRUE(convicted_nodes(l).empty()) << "n " << n << " seed " << seed;
+      EXPECT_TRUE(convicted_links(l).empty()) << "n " << n << " seed " << seed;
+    }
+  }
+}
+
+TEST(Localise, APlantedSlowNodeIsConvictedAndNothingElse) {
+  for (int n : {3, 4, 6, 8, 16}) {
+    for (std::uint64_t seed = 0; seed < 100; ++seed) {
+      Fabric f;
+      f.n = n;
+      f.slow_nodes = {static_cast<int>(seed % static_cast<std::uint64_t>(n))};
+      const Localisation l = scan(f, seed);
+      EXPECT_EQ(convicted_nodes(l), std::vector<int>(f.slow_nodes.begin(), f.slow_nodes.end()))
+          << "n " << n << " seed " << seed;
+      EXPECT_TRUE(convicted_links(l).empty()) << "n " << n << " seed " << seed;
+    }
+  }
+}
+
+TEST(Localise, TwoSlowNodesAreBothConvicted) {
+  Fabric f;
+  f.n = 8;
+  f.slow_nodes = {2, 5};
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    EXPECT_EQ(convicted_nodes(scan(f, seed)), (std::vector<int>{2, 5})) << seed;
+  }
+}
+
+TEST(Localise, APlantedSlowLinkIsConvictedAndNoNode) {
+  for (int n : {4, 6, 8, 16}) {
+    for (std::uint64_t seed = 0; seed < 100; ++seed) {
+      Fabric f;
+      f.n = n;
+      const int a = static_cast<int>(seed % static_cast<std::uint64_t>(n));
+      const NodePair link = node_pair(a, (a + 1 + static_cast<int>(seed / 7) % (n - 1)) % n);
+      f.slow_links = {link};
+      const Localisation l = scan(f, seed);
+      EXPECT_TRUE(convicted_nodes(l).empty()) << "n " << n << " seed " << seed;
+      EXPECT_EQ(convicted_links(l), std::vector<NodePair>{link}) << "n " << n << " seed " << seed;
+    }
+  }
+}
+
+TEST(Localise, ASlowNodeOnThreeNodesIsConvictedButTwoNodesCannotTell) {
+  Fabric f;
+  f.n = 3;
+  f.slow_nodes = {1};
+  EXPECT_EQ(convicted_nodes(scan(f, 1)), std::vector<int>{1});
+  // Two nodes: one pair, compared only with itself, so nothing is suspect.
+  f.n = 2;
+  f.slow_nodes = {1};
+  Suspects s;
+  const Localisation l = scan(f, 1, &s);
+  EXPECT_TRUE(s.nodes.empty());
+  EXPECT_TRUE(s.links.empty());
+  EXPECT_TRUE(l.nodes.empty());
+}
+
+TEST(Localise, TransientSlownessIsAcquittedOnRetest) {
+  // Pass 1 sees node 3 slow with every partner; the retests (a healthy fabric) clear it.
+  const int n = 6;
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(n)) {
+    for (const NodePair& p : round) pass.push_back({p, (p.a == 3 || p.b == 3) ? 3.0 : 10.0, 2.0});
+  }
+  const Thresholds t;
+  const Reference ref = reference_of(pass);
+  std::vector<unsigned> reasons;
+  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
+  const Suspects s = find_suspects(n, pass, reasons);
+  ASSERT_EQ(s.nodes, std::vector<int>{3});
+  const RetestPlan plan = plan_retests(s, 2, 100);
+  ASSERT_EQ(plan.pairs.size(), 2u);
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs) retests.push_back({p, 9.9, 2.0});
+  const Localisation l = localise(s, plan, retests, ref, t);
+  ASSERT_EQ(l.nodes.size(), 1u);
+  EXPECT_EQ(l.nodes[0].outcome, Outcome::kAcquitted);
+  EXPECT_EQ(l.nodes[0].passed_with.size(), 2u);
+}
+
+TEST(Localise, LatencyAndFailedTransfersAreSuspectToo) {
+  const Thresholds t;
+  const Reference ref{10, 2};
+  EXPECT_EQ(suspect_reasons({{0, 1}, 10, 2}, ref, t), 0u);
+  EXPECT_EQ(suspect_reasons({{0, 1}, 9, 2}, ref, t), unsigned{kSlowBandwidth});
+  EXPECT_EQ(suspect_reasons({{0, 1}, 10, 4.3}, ref, t), unsigned{kSlowLatency});
+  EXPECT_EQ(suspect_reasons({{0, 1}, std::nan(""), 2}, ref, t), unsigned{kFailed});
+  EXPECT_EQ(reason_text(kSlowBandwidth | kSlowLatency), "bandwidth and latency");
+  EXPECT_EQ(reason_text(kFailed), "failed");
+  // Latency not measured anywhere: not a reason.
+  EXPECT_EQ((suspect_reasons({{0, 1}, 10, std::nan("")}, Reference{10, std::nan("")}, t)), 0u);
+}
+
+TEST(Localise, TheBudgetBoundsRetestsAndSaysWhatItLeftOut) {
+  Suspects s;
+  s.nodes = {0, 1, 2};
+  s.good = {3, 4, 5};
+  s.links = {{6, 7}};
+  const RetestPlan plan = plan_retests(s, 2, 4);
+  EXPECT_EQ(plan.pairs.size(), 4u);
+  EXPECT_EQ(plan.unplanned_nodes, std::vector<int>{2});
+  EXPECT_EQ(plan.unplanned_links, (std::vector<NodePair>{NodePair{6, 7}}));
+  const Localisation l = localise(s, plan, {}, Reference{10, 2}, Thresholds{});
+  ASSERT_EQ(l.nodes.size(), 3u);
+  EXPECT_EQ(l.nodes[2].outcome, Outcome::kUnresolved);
+  EXPECT_NE(l.nodes[2].why.find("budget"), std::string::npos);
+  // No good node at all: nothing can be retested, and the reason says so.
+  Suspects none;
+  none.nodes = {0};
+  const RetestPlan empty = plan_retests(none, 2, 100);
+  EXPECT_TRUE(empty.pairs.empty());
+  const Localisation u = localise(none, empty, {}, Reference{10, 2}, Thresholds{});
+  ASSERT_EQ(u.nodes.size(), 1u);
+  EXPECT_NE(u.nodes[0].why.find("no good partner"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shakedown::fabric

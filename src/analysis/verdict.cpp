@@ -44,6 +44,9 @@ std::string tested_text(const RunAnalysis& a) {
     parts.push_back(plural(a.devices.world, "device", "devices") +
                     (pairs > 0 ? " and " + plural(pairs, "pair", "pairs") : ""));
   }
+  if (a.linkscan.ran && a.linkscan.pairs_tested > 0) {
+    parts.push_back(plural(a.linkscan.pairs_tested, "node pair", "node pairs"));
+  }
   if (a.collectives.ran) {
     parts.push_back(plural(sweeps, "sweep", "sweeps") + " (" + plural(sizes, "size", "sizes") +
                     ")");
@@ -132,6 +135,7 @@ RunAnalysis measure(const RunFile& file) {
   RunAnalysis a;
   a.facts = read_run_facts(file);
   a.devices = devices_findings(file, a.facts);
+  a.linkscan = linkscan_findings(file, a.facts);
   a.collectives = read_collectives(file);
   a.gemm = gemm_findings(file, a.facts);
   a.train = train_findings(file, a.facts, a.gemm);
@@ -209,7 +213,7 @@ RunAnalysis analyze(const RunFile& file) {
   std::vector<Finding> findings = placement_checks(a.facts);
   for (auto&& part :
        {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
-        audit_checks(file, a.facts), a.devices.findings,
+        audit_checks(file, a.facts), a.devices.findings, a.linkscan.findings,
         collectives_checks(file, a.facts, a.collectives), platform_checks(a.facts, a.collectives),
         a.gemm.findings, a.train.findings, a.checkpoint.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());

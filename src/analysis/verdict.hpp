@@ -9,6 +9,7 @@
 #include "analysis/checkpoint_report.hpp"
 #include "analysis/collectives_data.hpp"
 #include "analysis/devices_report.hpp"
+#include "analysis/linkscan_report.hpp"
 #include "analysis/gemm_report.hpp"
 #include "analysis/run_facts.hpp"
 #include "analysis/train_report.hpp"
@@ -54,6 +55,7 @@ std::string scontrol_drain(const DrainEntry& entry);
 struct RunAnalysis {
   RunFacts facts;
   DevicesFindings devices;
+  LinkscanFindings linkscan;
   CollectivesData collectives;
   GemmFindings gemm;
   TrainFindings train;

@@ -167,11 +167,19 @@ struct DevicesConfig {
 struct LinkscanConfig {
   std::string transport = "ucx";       // ucx | mpi
   std::string schedule = "all_pairs";  // all_pairs | random
-  int rounds = 0;                      // 0: n-1 rounds (all pairs)
+  int rounds = 0;                      // 0: n-1 rounds (all pairs, and random's default)
+  std::uint64_t seed = 1;              // random: round r shuffles with seed + r
+  std::string rails = "auto";  // auto: each local rank a rail; first: local rank 0; or a list of
+                               // UCX_NET_DEVICES values, one per local rank
   std::uint64_t bytes = 4ull << 20;
-  int reps = 5;
+  int window = 32;  // messages in flight per bandwidth window (ucx_perftest's tag_bw)
+  int reps = 5;     // timed windows per pair
+  int warmup = 1;   // untimed windows before them
+  std::uint64_t lat_bytes = 8;
+  int lat_iters = 200;        // round trips per pair
   double lat_factor = 2.1;    // a pair is bad when latency > factor x the minimum seen
   double bw_fraction = 0.93;  // ... or bandwidth < fraction x the maximum seen
+  int retest_budget = 0;      // retest pairs at most; 0: 4 per node of the rail
 
   friend bool operator==(const LinkscanConfig&, const LinkscanConfig&) = default;
 };

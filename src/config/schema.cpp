@@ -306,6 +306,7 @@ struct VariableListRule {
 
 struct SizeRule {
   std::uint64_t min;
+  std::uint64_t max = 0;  // 0: the parser's 1 TiB
 
   std::uint64_t read(const Value& value) const {
     const std::string& text =
@@ -315,9 +316,35 @@ struct SizeRule {
       value.fail("must be at least " + std::to_string(min) + " byte" + (min == 1 ? "" : "s") +
                  ", got " + in_quotes(text));
     }
+    if (max > 0 && bytes > max) {
+      value.fail("must be at most " + exact_size_text(max) + ", got " + in_quotes(text));
+    }
     return bytes;
   }
   void write(YAML::Emitter& out, std::uint64_t bytes) const { out << exact_size_text(bytes); }
+};
+
+// linkscan.rails: auto, first, or UCX_NET_DEVICES values (mlx5_0:1, eth0), one per local rank.
+struct RailsRule {
+  std::string read(const Value& value) const {
+    const std::string& text =
+        scalar_text(value, "auto, first, or a comma-separated list of UCX devices");
+    if (text == "auto" || text == "first") return text;
+    for (std::string_view device : split(text, ',')) {
+      const std::string_view name = trim(device);
+      if (name.empty() ||
+          name.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") !=
+              std::string_view::npos) {
+        value.fail(
+            "must be auto, first, or UCX device names such as mlx5_0:1,mlx5_1:1 (one per "
+            "local rank), got " +
+            in_quotes(text));
+      }
+    }
+    return text;
+  }
+  void write(YAML::Emitter& out, const std::string& text) const { out << text; }
 };
 
 struct SizeListRule {
@@ -567,15 +594,23 @@ SectionSpec devices_section() {
 SectionSpec linkscan_section() {
   using S = LinkscanConfig;
   const auto section = &Config::linkscan;
-  return {
-      "linkscan",
-      {field("transport", section, &S::transport, ChoiceRule{{"ucx", "mpi"}}),
-       field("schedule", section, &S::schedule, ChoiceRule{{"all_pairs", "random"}}),
-       field("rounds", section, &S::rounds, IntRule{0, kMaxIters}),
-       field("bytes", section, &S::bytes, SizeRule{1}), field("reps", section, &S::reps, kIters),
-       // Below 1 every pair would be "slower than the fastest": all flagged.
-       field("lat_factor", section, &S::lat_factor, RealRule{1, false, 1000, false}),
-       field("bw_fraction", section, &S::bw_fraction, kFraction)}};
+  return {"linkscan",
+          {field("transport", section, &S::transport, ChoiceRule{{"ucx", "mpi"}}),
+           field("schedule", section, &S::schedule, ChoiceRule{{"all_pairs", "random"}}),
+           field("rounds", section, &S::rounds, IntRule{0, kMaxIters}),
+           field("seed", section, &S::seed, SeedRule{}),
+           field("rails", section, &S::rails, RailsRule{}),
+           // A message is one MPI or UCX call: its count is an int.
+           field("bytes", section, &S::bytes, SizeRule{1, 1ull << 30}),
+           field("window", section, &S::window, IntRule{1, 1024}),
+           field("reps", section, &S::reps, kIters),
+           field("warmup", section, &S::warmup, IntRule{0, 1000}),
+           field("lat_bytes", section, &S::lat_bytes, SizeRule{1, 1ull << 20}),
+           field("lat_iters", section, &S::lat_iters, IntRule{1, kMaxIters}),
+           // Below 1 every pair would be "slower than the fastest": all flagged.
+           field("lat_factor", section, &S::lat_factor, RealRule{1, false, 1000, false}),
+           field("bw_fraction", section, &S::bw_fraction, kFraction),
+           field("retest_budget", section, &S::retest_budget, IntRule{0, kMaxIters})}};
 }
 
 SectionSpec checks_section() {

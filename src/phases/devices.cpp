@@ -32,19 +32,6 @@ using devices::PairStep;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A barrier whose waiting ranks sleep between polls (MPI_Barrier spins on shared cores and would
-// slow the rank being measured alone).
-void idle_barrier(MPI_Comm comm) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  SD_MPI_CHECK(MPI_Ibarrier(comm, &request));
-  int done = 0;
-  SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-  while (done == 0) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-  }
-}
-
 class DevicesRun {
  public:
   DevicesRun(PhaseEnv& env, Device& device)

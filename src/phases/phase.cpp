@@ -54,8 +54,9 @@ int tp_group_index(const Context& ctx, int tp) {
 
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
-      {"inventory", run_inventory}, {"devices", run_devices}, {"collectives", run_collectives},
-      {"gemm", run_gemm},           {"train", run_train},     {"checkpoint", run_checkpoint},
+      {"inventory", run_inventory}, {"devices", run_devices},   {"linkscan", run_linkscan},
+      {"collectives", run_collectives}, {"gemm", run_gemm},     {"train", run_train},
+      {"checkpoint", run_checkpoint},
   };
   return kTable;
 }

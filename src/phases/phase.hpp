@@ -57,6 +57,7 @@ const PhaseEntry* find_phase(const std::string& name);
 // Phase entry points (one file each).
 void run_inventory(PhaseEnv& env);
 void run_devices(PhaseEnv& env);
+void run_linkscan(PhaseEnv& env);
 void run_collectives(PhaseEnv& env);
 void run_gemm(PhaseEnv& env);
 void run_train(PhaseEnv& env);

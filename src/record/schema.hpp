@@ -570,7 +570,55 @@ inline constexpr const char* kAttrDevicePrefix = "device_";  // device_<slot>: w
 inline constexpr const char* kAttrRefused = "refused";       // pairs whose copy was refused, why
 }  // namespace devices
 
-// /linkscan gets its descriptors with its phase.
+// ---- /linkscan/ ----  the link scan: node pairs over UCX (or MPI), one rail at a time.
+inline constexpr const char* kLinkscanGroup = "/linkscan";
+inline constexpr const char* kLinkscanRailTemplate = "/linkscan/<rail>";
+namespace linkscan {
+inline constexpr Dataset<std::int64_t> kNodes{
+    {kLinkscanRailTemplate, "nodes", Elem::kInt64, "N", "node",
+     "the node of each scan position (the nodes that have a rank on this rail)"}};
+inline constexpr Dataset<std::int64_t> kRanks{
+    {kLinkscanRailTemplate, "ranks", Elem::kInt64, "N", "rank", "the rank that stood for it"}};
+inline constexpr Dataset<std::int64_t> kPairs{
+    {kLinkscanRailTemplate, "pairs", Elem::kInt64, "P, 2", "position",
+     "each tested pair (a, b), a < b, scan positions; a initiates and times", false}};
+inline constexpr Dataset<std::int64_t> kPass{
+    {kLinkscanRailTemplate, "pass", Elem::kInt64, "P", "",
+     "1: the scan; 2: a retest of a suspect against good partners", false}};
+inline constexpr Dataset<std::int64_t> kRound{
+    {kLinkscanRailTemplate, "round", Elem::kInt64, "P", "",
+     "the round it ran in (pairs of a round run at the same time)", false}};
+inline constexpr Dataset<double> kBwGBps{
+    {kLinkscanRailTemplate, "bw_GBps", Elem::kFloat64, "P, reps", "GB/s",
+     "bytes x window / the sender's time from the first send to the receiver's acknowledgement "
+     "(NaN: failed)",
+     false}};
+inline constexpr Dataset<double> kLatUs{
+    {kLinkscanRailTemplate, "lat_us", Elem::kFloat64, "P", "us",
+     "median half round trip of lat_bytes messages (NaN: failed)", false}};
+inline constexpr Dataset<double> kLatP99Us{{kLinkscanRailTemplate, "lat_p99_us", Elem::kFloat64,
+                                           "P", "us", "its 99th percentile", false}};
+// Attributes of /linkscan.
+inline constexpr const char* kAttrTransport = "transport";
+inline constexpr const char* kAttrSchedule = "schedule";
+inline constexpr const char* kAttrSeed = "seed";
+inline constexpr const char* kAttrBytes = "bytes";
+inline constexpr const char* kAttrWindow = "window";
+inline constexpr const char* kAttrReps = "reps";
+inline constexpr const char* kAttrWarmup = "warmup";
+inline constexpr const char* kAttrLatBytes = "lat_bytes";
+inline constexpr const char* kAttrLatIters = "lat_iters";
+inline constexpr const char* kAttrBwFraction = "bw_fraction";
+inline constexpr const char* kAttrLatFactor = "lat_factor";
+inline constexpr const char* kAttrRails = "rails";
+inline constexpr const char* kAttrConcurrent = "concurrent";
+// Attributes of /linkscan/<rail>.
+inline constexpr const char* kAttrRail = "rail";
+inline constexpr const char* kAttrNetDevices = "net_devices";
+inline constexpr const char* kAttrRetestBudget = "retest_budget";
+inline constexpr const char* kAttrTransports = "transports";
+inline constexpr const char* kAttrSkipped = "skipped";
+}  // namespace linkscan
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
 // verdict for files without it (aborted runs, files of older versions).
@@ -622,6 +670,10 @@ inline std::string devices_memory_group(std::string_view test) {
 }
 inline std::string devices_node_group(int node) {
   return join("/devices/nodes", "node" + std::to_string(node));
+}
+// "/linkscan/rail<L>"
+inline std::string linkscan_rail_group(int rail) {
+  return join(kLinkscanGroup, "rail" + std::to_string(rail));
 }
 // "/gemm/<shape>"
 inline std::string gemm_group(std::string_view shape) {

@@ -23,7 +23,7 @@ namespace {
 std::vector<std::string_view> planted_in(std::string_view kind) {
   if (kind == "corrupt") return {"collectives", "checkpoint"};
   if (kind == "sdc") return {"gemm", "train"};
-  if (kind == "slow") return {"devices", "collectives", "gemm", "train", "checkpoint"};
+  if (kind == "slow") return {"devices", "linkscan", "collectives", "gemm", "train", "checkpoint"};
   if (kind == "ioerror") return {"checkpoint"};
   if (kind == "drift") return {"inventory"};
   return {};
@@ -46,7 +46,8 @@ namespace {
       "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
       "writes "
       "or reads does), ioerror (checkpoint: the rank's first write call fails with EIO, as failing "
-      "storage does), drift:node=N,field=F[,value=V] (inventory: node N records V, or its own "
+      "storage does; linkscan: slow:node=N or slow:link=A-B: the node's or link's transfers), "
+      "drift:node=N,field=F[,value=V] (inventory: node N records V, or its own "
       "value with '-drifted', for the inventory field or fact F, e.g. kernel, gpu.driver, "
       "nic.mlx5_0.fw); step=N: the N-th "
       "measured step of the phase, for stall, sdc and ioerror; factor=F > 1 for slow, default 2)");
@@ -83,13 +84,37 @@ FaultSpec parse_fault(std::string_view spec) {
         fail(spec, "node must be a node number >= 0, got '" + value + "'");
       }
       have_node = true;
+    } else if (f.kind == "slow" && (key == "node" || key == "link")) {
+      // The link scan's faults sit on nodes and links: node=N, link=A-B.
+      const auto number = [&](std::string_view text, int& out) {
+        auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+        return ec == std::errc{} && p == text.data() + text.size() && out >= 0;
+      };
+      if (key == "node") {
+        if (!number(value, f.node))
+          fail(spec, "node must be a node number >= 0, got '" + value + "'");
+      } else {
+        const auto dash = value.find('-');
+        int a = -1, b = -1;
+        if (dash == std::string::npos || !number(std::string_view(value).substr(0, dash), a) ||
+            !number(std::string_view(value).substr(dash + 1), b) || a == b) {
+          fail(spec, "link must be two different node numbers, A-B, got '" + value + "'");
+        }
+        f.node = std::min(a, b);
+        f.peer_node = std::max(a, b);
+      }
+      if (have_node) fail(spec, "give node= or link=, once");
+      have_node = true;
     } else if (f.kind == "drift" && key == "field") {
       // The names themselves are checked against the inventory's in app/ (topology/ owns them).
       if (value.empty() ||
-          value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+          value.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
               std::string::npos) {
-        fail(spec, "field must be an inventory field or fact name such as kernel, gpu.driver or "
-                   "nic.mlx5_0.fw, got '" + value + "'");
+        fail(spec,
+             "field must be an inventory field or fact name such as kernel, gpu.driver or "
+             "nic.mlx5_0.fw, got '" +
+                 value + "'");
       }
       f.field = value;
     } else if (f.kind == "drift" && key == "value") {
@@ -146,6 +171,17 @@ FaultSpec parse_fault(std::string_view spec) {
     f.rank = -1;
     return f;
   }
+  if (f.kind == "slow" && (have_node || (have_phase && f.phase == "linkscan"))) {
+    if (!have_phase || f.phase != "linkscan") {
+      fail(spec, "node= and link= slow the link scan only: add phase=linkscan");
+    }
+    if (have_rank)
+      fail(spec, "the link scan slows a node (node=N) or a link (link=A-B), not a rank");
+    if (!have_node)
+      fail(spec, "the link scan slows a node (node=N) or a link (link=A-B): missing one");
+    f.rank = -1;
+    return f;
+  }
   if (!have_rank) fail(spec, "missing rank=R");
   if (!have_phase) fail(spec, "missing phase=P");
   return f;
@@ -158,6 +194,10 @@ void validate_faults(const std::vector<FaultSpec>& faults, int world_size, int n
       throw UsageError("--inject " + f.text + ": node " + std::to_string(f.node) +
                        " does not exist; this run has nodes 0.." + std::to_string(node_count - 1) +
                        (node_count == 1 ? " (add --virtual-nodes 2 to pretend several)" : ""));
+    }
+    if (f.peer_node >= node_count) {
+      throw UsageError("--inject " + f.text + ": node " + std::to_string(f.peer_node) +
+                       " does not exist; this run has nodes 0.." + std::to_string(node_count - 1));
     }
     if (f.rank >= world_size) {
       throw UsageError("--inject " + f.text + ": rank " + std::to_string(f.rank) +

@@ -21,17 +21,20 @@ struct FaultSpec {
   // N-th), which must end the run naming the path, errno and rank, without a hang; drift: node
   // `node`'s inventory records `value` for `field` (any fixed field or fact the audit compares),
   // which the audit's drift check must name.
-  // An injected fault for a node (drift) has rank -1.
+  // linkscan: slow:node=N makes every transfer of node N `factor` times slower, slow:link=A-B
+  // only those between nodes A and B (the scan's own code sleeps, on both ends).
+  // An injected fault for a node (drift, a linkscan slow node or link) has rank -1.
   std::string kind;
   int rank = 0;                  // the rank that misbehaves
   std::string phase;             // the phase in which it does
   double seconds = 24 * 3600.0;  // stall length; default: longer than any timeout
-  int step = 0;       // stall/sdc: the whole phase (0) or only the phase's N-th measured step
-  double factor = 2;  // slow: how many times slower
-  int node = -1;      // drift: the node made to differ
-  std::string field;  // drift: which inventory field or fact
-  std::string value;  // drift: what it records instead ("" = "<its value>-drifted")
-  std::string text;   // the spec as written, for messages and the record
+  int step = 0;        // stall/sdc: the whole phase (0) or only the phase's N-th measured step
+  double factor = 2;   // slow: how many times slower
+  int node = -1;       // drift: the node made to differ; linkscan slow: the node, or a link's end
+  int peer_node = -1;  // linkscan slow link: its other end (node < peer_node)
+  std::string field;   // drift: which inventory field or fact
+  std::string value;   // drift: what it records instead ("" = "<its value>-drifted")
+  std::string text;    // the spec as written, for messages and the record
 };
 
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.

@@ -1,7 +1,9 @@
 #include "runtime/mpi.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/error.hpp"
 
@@ -190,6 +192,17 @@ std::string bcast_string(MPI_Comm comm, int root, std::string value) {
     SD_MPI_CHECK(MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, root, comm));
   }
   return value;
+}
+
+void idle_barrier(MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  SD_MPI_CHECK(MPI_Ibarrier(comm, &request));
+  int done = 0;
+  SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+  while (done == 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+  }
 }
 
 }  // namespace shakedown

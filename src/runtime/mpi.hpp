@@ -73,4 +73,8 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& min
 // `root`'s value ends up on every rank.
 std::string bcast_string(MPI_Comm comm, int root, std::string value);
 
+// A barrier whose waiting ranks sleep between polls (100 us): MPI_Barrier spins, and on shared
+// cores a spinning waiter slows the rank being measured.
+void idle_barrier(MPI_Comm comm);
+
 }  // namespace shakedown

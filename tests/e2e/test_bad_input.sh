@@ -37,10 +37,6 @@ expect_in "$TMP/out" "did you mean.*iters" "suggestion for a misspelt key"
 expect_rc 2 $? "unknown phase"
 expect_in "$TMP/out" '--phases: unknown phase "colectives"; did you mean "collectives"' "unknown phase named"
 
-"$SHAKEDOWN" run --phases inventory,linkscan >"$TMP/out" 2>&1
-expect_rc 2 $? "phase not implemented yet"
-expect_in "$TMP/out" "phase 'linkscan' is not implemented.*implemented: inventory, devices, collectives, gemm, train, checkpoint" "unimplemented phase message"
-
 "$MPIRUN" -n 3 "$SHAKEDOWN" run --virtual-nodes 2 --out "$TMP/v.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "3 ranks as 2 virtual nodes"
 expect_in "$TMP/out" "virtual_nodes.*do not divide the 3 ranks" "virtual node message"

@@ -66,7 +66,8 @@ TEST(ConfigFiles, FullYamlLoadsAndShowsTheRealDefaults) {
   Config expected;
   // The phases this version implements (phases/phase.cpp); e2e.readme runs full.yaml, so a
   // phase listed there that does not run fails that test.
-  expected.phases = {"inventory", "devices", "collectives", "gemm", "train", "checkpoint"};
+  expected.phases = {"inventory", "devices",    "linkscan",  "collectives",
+                     "gemm",      "train",      "checkpoint"};
   EXPECT_EQ(to_yaml(full), to_yaml(expected));
   EXPECT_EQ(full, expected);
 }
@@ -92,9 +93,9 @@ TEST(ConfigFiles, ReadmeDocumentsEveryKey) {
 
 TEST(ConfigFiles, ToYamlWritesEveryKey) {
   const std::vector<std::string> paths = all_key_paths();
-  // 1 top-level key + the sum of the sections' keys in config.hpp (devices: 12, checks: 6,
-  // audit: 7, cost: 1).
-  EXPECT_EQ(paths.size(), 1u + 4 + 16 + 11 + 24 + 15 + 12 + 7 + 6 + 7 + 1 + 3 + 3);
+  // 1 top-level key + the sum of the sections' keys in config.hpp (devices: 12, linkscan: 14,
+  // checks: 6, audit: 7, cost: 1).
+  EXPECT_EQ(paths.size(), 1u + 4 + 16 + 11 + 24 + 15 + 12 + 14 + 6 + 7 + 1 + 3 + 3);
   EXPECT_EQ(std::set<std::string>(paths.begin(), paths.end()).size(), paths.size());
 }
 

@@ -34,6 +34,20 @@ TEST(Inject, ParsesSlowWithFactor) {
   EXPECT_DOUBLE_EQ(parse_fault("slow:rank=0,phase=collectives").factor, 2.0);
 }
 
+TEST(Inject, ParsesLinkscanNodesAndLinks) {
+  const FaultSpec node = parse_fault("slow:node=3,phase=linkscan,factor=8");
+  EXPECT_EQ(node.node, 3);
+  EXPECT_EQ(node.peer_node, -1);
+  EXPECT_EQ(node.rank, -1);
+  EXPECT_DOUBLE_EQ(node.factor, 8);
+  const FaultSpec link = parse_fault("slow:link=5-2,phase=linkscan");
+  EXPECT_EQ(link.node, 2);
+  EXPECT_EQ(link.peer_node, 5);
+  EXPECT_EQ(link.rank, -1);
+  EXPECT_THROW(validate_faults({link}, 4, 4, {"linkscan"}), UsageError);  // node 5 of 0..3
+  EXPECT_NO_THROW(validate_faults({link}, 6, 6, {"linkscan"}));
+}
+
 TEST(Inject, DefaultStallOutlastsAnyTimeout) {
   EXPECT_GE(parse_fault("stall:rank=0,phase=gemm").seconds, 3600);
 }
@@ -52,7 +66,13 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase", "'phase' is not key=value"},
       {"corrupt:rank=1,phase=inventory", "planted only in phase collectives"},
       {"sdc:rank=1,phase=collectives", "planted only in phase gemm or train"},
-      {"slow:rank=1,phase=inventory", "planted only in phase devices or collectives or gemm"},
+      {"slow:rank=1,phase=inventory", "planted only in phase devices or linkscan or collectives"},
+      {"slow:rank=1,phase=linkscan", "not a rank"},
+      {"slow:node=1,phase=gemm", "add phase=linkscan"},
+      {"slow:link=1-1,phase=linkscan", "two different node numbers"},
+      {"slow:link=1,phase=linkscan", "two different node numbers"},
+      {"slow:node=1,link=0-2,phase=linkscan", "give node= or link=, once"},
+      {"slow:phase=linkscan", "missing one"},
       {"slow:rank=1,phase=gemm,factor=1", "factor must be a number > 1"},
       {"slow:rank=1,phase=gemm,factor=x", "factor must be a number > 1"},
       {"stall:rank=1,phase=gemm,factor=2", "unknown key 'factor'"},

@@ -253,6 +253,9 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
   if (std::string t = format_devices(a.devices, a.facts, detail); !t.empty()) {
     os << '\n' << devices_title(a.devices) << '\n' << t;
   }
+  if (std::string t = format_linkscan(a.linkscan, a.facts, detail); !t.empty()) {
+    os << '\n' << linkscan_title(a.linkscan) << '\n' << t;
+  }
   if (a.collectives.ran) {
     os << "\ncollectives\n"
        << (detail ? format_collectives(a.collectives) : format_collectives_headline(a.collectives));

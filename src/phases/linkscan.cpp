@@ -1,0 +1,361 @@
+// The link scan (docs/linkscan.md): node pairs tested directly, one rail (the NIC of one local
+// rank) at a time, so a slow node, NIC or link is named instead of hiding in a collective's
+// number. Per rail: the scan's rounds (fabric/schedule.hpp), then the suspects' retests against
+// good partners (fabric/localise.hpp), which every rank plans alike from the first pass's numbers.
+// Rank 0 records it all under /linkscan; analysis/linkscan_report.hpp convicts from the file.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "fabric/link.hpp"
+#include "fabric/localise.hpp"
+#include "fabric/schedule.hpp"
+#include "phases/phase.hpp"
+#include "record/schema.hpp"
+#include "runtime/agree.hpp"
+#include "runtime/progress.hpp"
+
+namespace shakedown {
+
+namespace {
+
+using fabric::NodePair;
+using fabric::Round;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One tested pair as the scan measured it: filled on its initiator, agreed by a reduction.
+struct Measured {
+  NodePair pair;
+  int pass = 1;
+  int round = 0;
+  std::vector<double> bw_GBps;  // per timed window
+  double lat_us = kNaN, lat_p99_us = kNaN;
+  std::string transport;  // on rank 0 after the gather
+};
+
+// The ranks standing for the nodes on one rail: scan position i is node nodes[i], rank ranks[i].
+struct Rail {
+  int index = 0;
+  std::vector<int> nodes, ranks;
+  std::string net_devices;
+  int position_of(int rank) const {
+    const auto it = std::find(ranks.begin(), ranks.end(), rank);
+    return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  }
+};
+
+class LinkscanRun {
+ public:
+  LinkscanRun(PhaseEnv& env, fabric::Link& link, bool shared_cores)
+      : env_(env),
+        ctx_(env.ctx),
+        cfg_(env.config.linkscan),
+        link_(link),
+        shared_cores_(shared_cores) {}
+
+  // How many times slower a transfer between nodes x and y is made by --inject.
+  double factor(int node_x, int node_y) const {
+    double f = 1;
+    for (const FaultSpec& s : env_.faults.all()) {
+      if (s.kind != "slow" || s.phase != "linkscan") continue;
+      const bool hit = s.peer_node < 0 ? (s.node == node_x || s.node == node_y)
+                                       : fabric::node_pair(node_x, node_y) ==
+                                             fabric::node_pair(s.node, s.peer_node);
+      if (hit) f = std::max(f, s.factor);
+    }
+    return f;
+  }
+
+  // Runs `rounds` on `rail`; every rank of the world takes each round's barrier.
+  std::vector<Measured> run(const Rail& rail, const std::vector<Round>& rounds, int pass,
+                            Progress& progress, int step_number, const std::string& label) {
+    Watchdog::StepPlan plan;
+    plan.total = static_cast<std::int64_t>(rounds.size());
+    begin_measured_step(env_, "linkscan", step_number, label, progress, plan);
+    std::atomic<std::int64_t>& done = env_.watchdog.progress();
+    std::vector<Measured> out;
+    const int me = rail.position_of(ctx_.rank());
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+      const std::size_t first = out.size();
+      for (const NodePair& p : rounds[r]) {
+        Measured m;
+        m.pair = p;
+        m.pass = pass;
+        m.round = static_cast<int>(r);
+        m.bw_GBps.assign(static_cast<std::size_t>(cfg_.reps), kNaN);
+        out.push_back(std::move(m));
+      }
+      // The round's pairs at once; on shared cores one after another (see shared_cores_).
+      const int partner = me < 0 ? -1 : fabric::partner_in(rounds[r], me);
+      const std::size_t mine =
+          partner < 0 ? rounds[r].size()
+                      : static_cast<std::size_t>(std::find(rounds[r].begin(), rounds[r].end(),
+                                                           fabric::node_pair(me, partner)) -
+                                                 rounds[r].begin());
+      const std::size_t turns = shared_cores_ ? rounds[r].size() : 1;
+      for (std::size_t turn = 0; turn < turns; ++turn) {
+        idle_barrier(ctx_.world());
+        if (partner >= 0 && (!shared_cores_ || mine == turn)) {
+          measure(rail, me, partner, out[first + mine]);
+        }
+      }
+      done.fetch_add(1, std::memory_order_relaxed);
+    }
+    // The last pair's idle ranks must not spin in the reduction below while it is measured.
+    idle_barrier(ctx_.world());
+    agree(out);
+    return out;
+  }
+
+  // Every rank ends with every pair's numbers (each was measured on one initiator).
+  void agree(std::vector<Measured>& pairs) {
+    const std::size_t per = static_cast<std::size_t>(cfg_.reps) + 2;
+    std::vector<double> v(pairs.size() * per, -1.0);  // -1: not this rank's pair
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      if (pairs[i].transport.empty()) continue;  // not measured here
+      for (std::size_t k = 0; k < pairs[i].bw_GBps.size(); ++k) {
+        v[i * per + k] = std::isnan(pairs[i].bw_GBps[k]) ? -2.0 : pairs[i].bw_GBps[k];
+      }
+      v[i * per + per - 2] = std::isnan(pairs[i].lat_us) ? -2.0 : pairs[i].lat_us;
+      v[i * per + per - 1] = std::isnan(pairs[i].lat_p99_us) ? -2.0 : pairs[i].lat_p99_us;
+    }
+    SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
+                               MPI_MAX, ctx_.world()));
+    const auto value = [](double x) { return x < 0 ? kNaN : x; };
+    std::string mine;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      if (!pairs[i].transport.empty()) {
+        mine += std::to_string(i) + "\t" + pairs[i].transport + "\n";
+      }
+      for (std::size_t k = 0; k < pairs[i].bw_GBps.size(); ++k) {
+        pairs[i].bw_GBps[k] = value(v[i * per + k]);
+      }
+      pairs[i].lat_us = value(v[i * per + per - 2]);
+      pairs[i].lat_p99_us = value(v[i * per + per - 1]);
+      pairs[i].transport.clear();
+    }
+    const std::vector<std::string> all = gather_strings(ctx_.world(), 0, mine);
+    for (const std::string& text : all) {
+      for (std::string_view line : split(text, '\n')) {
+        const auto tab = line.find('\t');
+        if (tab == std::string_view::npos) continue;
+        const auto i = static_cast<std::size_t>(std::stoul(std::string(line.substr(0, tab))));
+        if (i < pairs.size()) pairs[i].transport = std::string(line.substr(tab + 1));
+      }
+    }
+  }
+
+  void record(const Rail& rail, const std::vector<Measured>& pairs, int budget,
+              const std::string& skipped) {
+    if (!ctx_.is_root()) return;
+    const std::string path = schema::linkscan_rail_group(rail.index);
+    const std::uint64_t n = rail.nodes.size(), p = pairs.size(),
+                        reps = static_cast<std::uint64_t>(cfg_.reps);
+    std::vector<std::int64_t> nodes(rail.nodes.begin(), rail.nodes.end());
+    std::vector<std::int64_t> ranks(rail.ranks.begin(), rail.ranks.end());
+    std::vector<std::int64_t> ab, pass, round;
+    std::vector<double> bw, lat, p99;
+    std::string transports;
+    for (const Measured& m : pairs) {
+      ab.push_back(m.pair.a);
+      ab.push_back(m.pair.b);
+      pass.push_back(m.pass);
+      round.push_back(m.round);
+      bw.insert(bw.end(), m.bw_GBps.begin(), m.bw_GBps.end());
+      lat.push_back(m.lat_us);
+      p99.push_back(m.lat_p99_us);
+      transports += std::to_string(m.pair.a) + "-" + std::to_string(m.pair.b) + ": " +
+                    (m.transport.empty() ? "?" : m.transport) + "\n";
+    }
+    env_.recorder.write([&](RunWriter& w) {
+      w.batch([&] {
+        namespace l = schema::linkscan;
+        w.set_attr(path, l::kAttrRail, static_cast<std::int64_t>(rail.index));
+        w.set_attr(path, l::kAttrNetDevices, rail.net_devices);
+        w.set_attr(path, l::kAttrRetestBudget, static_cast<std::int64_t>(budget));
+        w.set_attr(path, l::kAttrTransports, transports);
+        w.set_attr(path, l::kAttrSkipped, skipped);
+        w.write_array(path, l::kNodes, nodes, {n});
+        w.write_array(path, l::kRanks, ranks, {n});
+        if (p > 0) {
+          w.write_array(path, l::kPairs, ab, {p, 2});
+          w.write_array(path, l::kPass, pass, {p});
+          w.write_array(path, l::kRound, round, {p});
+          w.write_array(path, l::kBwGBps, bw, {p, reps});
+          w.write_array(path, l::kLatUs, lat, {p});
+          w.write_array(path, l::kLatP99Us, p99, {p});
+        }
+      });
+    });
+  }
+
+ private:
+  // This rank's end of one pair: bandwidth windows, then the round trips. The lower position
+  // initiates (sends, pings and times); --inject slows both ends alike (they sleep in step).
+  void measure(const Rail& rail, int me, int partner, Measured& m) {
+    const int peer = rail.ranks[static_cast<std::size_t>(partner)];
+    const bool initiator = me < partner;
+    const double f = factor(rail.nodes[static_cast<std::size_t>(me)],
+                            rail.nodes[static_cast<std::size_t>(partner)]);
+    const double bytes = static_cast<double>(cfg_.bytes) * cfg_.window;
+    link_.connect(peer);
+    for (int i = -cfg_.warmup; i < cfg_.reps; ++i) {
+      if (!initiator) {
+        link_.window_recv(peer);
+        continue;
+      }
+      double t = link_.window_send(peer);
+      if (f > 1) {
+        std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * t));
+        t *= f;
+      }
+      if (i >= 0) m.bw_GBps[static_cast<std::size_t>(i)] = bytes / t / 1e9;
+    }
+    std::vector<double> half_us;
+    half_us.reserve(static_cast<std::size_t>(cfg_.lat_iters));
+    for (int i = 0; i < cfg_.lat_iters; ++i) {
+      if (initiator) {
+        half_us.push_back(link_.ping(peer) * 1e6 / 2 * f);
+      } else {
+        link_.pong(peer);
+      }
+    }
+    if (!initiator) return;
+    if (f > 1) {
+      double extra = 0;
+      for (double h : half_us) extra += 2 * h * (1 - 1 / f);
+      std::this_thread::sleep_for(std::chrono::duration<double>(extra / 1e6));
+    }
+    m.lat_us = median(half_us);
+    m.lat_p99_us = percentile(half_us, 0.99);
+    m.transport = link_.transport_to(peer);
+    if (m.transport.empty()) m.transport = link_.kind();
+  }
+
+  PhaseEnv& env_;
+  const Context& ctx_;
+  const LinkscanConfig& cfg_;
+  fabric::Link& link_;
+  // Some host runs more ranks than it has CPUs (pretend nodes, an oversubscribed test): the
+  // pairs of a round then take turns, or busy-polling ranks would be timed by the OS scheduler's
+  // time slices instead of the link.
+  bool shared_cores_ = false;
+};
+
+// The rails: one per local rank (auto), local rank 0 only (first), or one per UCX device given.
+std::vector<Rail> plan_rails(const Context& ctx, const LinkscanConfig& cfg) {
+  const auto& layout = ctx.layout();
+  int locals = 0;
+  for (int l : layout.local_rank_of_rank) locals = std::max(locals, l + 1);
+  std::vector<std::string> devices;
+  if (cfg.rails == "first") {
+    locals = std::min(locals, 1);
+  } else if (cfg.rails != "auto") {
+    for (std::string_view d : split(cfg.rails, ',')) devices.emplace_back(trim(d));
+    locals = std::min(locals, static_cast<int>(devices.size()));
+  }
+  std::vector<Rail> rails(static_cast<std::size_t>(locals));
+  for (int l = 0; l < locals; ++l) {
+    Rail& rail = rails[static_cast<std::size_t>(l)];
+    rail.index = l;
+    if (!devices.empty()) rail.net_devices = devices[static_cast<std::size_t>(l)];
+    for (int node = 0; node < layout.node_count; ++node) {
+      for (std::size_t r = 0; r < layout.node_of_rank.size(); ++r) {
+        if (layout.node_of_rank[r] == node && layout.local_rank_of_rank[r] == l) {
+          rail.nodes.push_back(node);
+          rail.ranks.push_back(static_cast<int>(r));
+        }
+      }
+    }
+  }
+  return rails;
+}
+
+}  // namespace
+
+void run_linkscan(PhaseEnv& env) {
+  const LinkscanConfig& cfg = env.config.linkscan;
+  const Context& ctx = env.ctx;
+  env.watchdog.step("linkscan: prepare");
+  const std::vector<Rail> rails = plan_rails(ctx, cfg);
+  fabric::LinkOptions options;
+  options.bytes = cfg.bytes;
+  options.window = cfg.window;
+  options.lat_bytes = cfg.lat_bytes;
+  for (const Rail& rail : rails) {
+    if (rail.position_of(ctx.rank()) >= 0) options.net_devices = rail.net_devices;
+  }
+  env.watchdog.step("linkscan: start " + cfg.transport);
+  std::unique_ptr<fabric::Link> link = cfg.transport == "ucx"
+                                           ? fabric::make_ucx_link(ctx.world(), options)
+                                           : fabric::make_mpi_link(ctx.world(), options);
+  refuse_unreachable_steps(env, "linkscan", 2 * static_cast<long>(rails.size()),
+                           "two per rail: the scan, then the retests");
+  env.recorder.write([&](RunWriter& w) {
+    namespace l = schema::linkscan;
+    const auto g = schema::kLinkscanGroup;
+    w.batch([&] {
+      w.set_attr(g, l::kAttrTransport, cfg.transport);
+      w.set_attr(g, l::kAttrSchedule, cfg.schedule);
+      w.set_attr(g, l::kAttrSeed, cfg.seed);
+      w.set_attr(g, l::kAttrBytes, static_cast<std::int64_t>(cfg.bytes));
+      w.set_attr(g, l::kAttrWindow, static_cast<std::int64_t>(cfg.window));
+      w.set_attr(g, l::kAttrReps, static_cast<std::int64_t>(cfg.reps));
+      w.set_attr(g, l::kAttrWarmup, static_cast<std::int64_t>(cfg.warmup));
+      w.set_attr(g, l::kAttrLatBytes, static_cast<std::int64_t>(cfg.lat_bytes));
+      w.set_attr(g, l::kAttrLatIters, static_cast<std::int64_t>(cfg.lat_iters));
+      w.set_attr(g, l::kAttrBwFraction, cfg.bw_fraction);
+      w.set_attr(g, l::kAttrLatFactor, cfg.lat_factor);
+      w.set_attr(g, l::kAttrRails, cfg.rails);
+    });
+  });
+  int shared = ctx.host_local_size() > static_cast<int>(std::thread::hardware_concurrency());
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, ctx.world()));
+  env.recorder.write([&](RunWriter& w) {
+    w.set_attr(schema::kLinkscanGroup, schema::linkscan::kAttrConcurrent,
+               static_cast<std::int64_t>(shared == 0 ? 1 : 0));
+  });
+  Progress progress("linkscan", 2 * static_cast<long>(rails.size()), env.progress);
+  LinkscanRun scan(env, *link, shared != 0);
+  const fabric::Thresholds thresholds{cfg.bw_fraction, cfg.lat_factor};
+  int step_number = 0;
+  for (const Rail& rail : rails) {
+    const int n = static_cast<int>(rail.nodes.size());
+    const int budget = cfg.retest_budget > 0 ? cfg.retest_budget : 4 * n;
+    const std::string name = "linkscan rail " + std::to_string(rail.index);
+    if (n < 2) {
+      // The step numbers stay the same on every rail, scanned or not.
+      step_number += 2;
+      scan.record(rail, {}, budget,
+                  n == 1 ? "one node has a rank on this rail: no pair to test" : "no node");
+      continue;
+    }
+    const std::vector<Round> rounds = fabric::scan_rounds(n, cfg.schedule, cfg.rounds, cfg.seed);
+    std::vector<Measured> pairs = scan.run(rail, rounds, 1, progress, ++step_number, name);
+    // Every rank plans the same retests from the same numbers.
+    std::vector<fabric::PairResult> first;
+    for (const Measured& m : pairs) {
+      first.push_back({m.pair, median(m.bw_GBps), m.lat_us});
+    }
+    const fabric::Reference ref = fabric::reference_of(first);
+    std::vector<unsigned> reasons;
+    for (const auto& r : first) reasons.push_back(fabric::suspect_reasons(r, ref, thresholds));
+    const fabric::Suspects suspects = fabric::find_suspects(n, first, reasons);
+    const fabric::RetestPlan plan = fabric::plan_retests(suspects, 2, budget);
+    std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2, progress,
+                                             ++step_number, name + " retests");
+    pairs.insert(pairs.end(), std::make_move_iterator(retests.begin()),
+                 std::make_move_iterator(retests.end()));
+    env.watchdog.step(name + ": record");
+    scan.record(rail, pairs, budget, "");
+  }
+  env.watchdog.barrier(ctx.world(), "linkscan: close the endpoints");
+}
+
+}  // namespace shakedown

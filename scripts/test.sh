@@ -75,7 +75,7 @@ if [[ "$sanitizers" != 0 ]]; then
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(audit|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|checkpoint)$)')
+    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(audit|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|checkpoint|linkscan)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-6}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-6} s per target)"

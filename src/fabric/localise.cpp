@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 namespace shakedown::fabric {
 
@@ -80,6 +79,11 @@ Suspects find_suspects(int node_count, std::span<const PairResult> pass,
   }
   std::sort(s.nodes.begin(), s.nodes.end());
   s.links = open;
+  for (std::size_t i = 0; i < pass.size() && i < reasons.size(); ++i) {
+    if (reasons[i] != 0) s.failing.push_back(pass[i].pair);
+  }
+  std::sort(s.failing.begin(), s.failing.end());
+  s.failing.erase(std::unique(s.failing.begin(), s.failing.end()), s.failing.end());
   std::vector<int> ends;
   for (const NodePair& p : s.links) {
     ends.push_back(p.a);
@@ -106,27 +110,63 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
   const auto room = [&](std::size_t n) {
     return static_cast<long>(plan.pairs.size() + n) <= static_cast<long>(budget);
   };
+  const auto add = [&](NodePair p, RetestKind kind, int subject) {
+    plan.pairs.push_back(p);
+    plan.kinds.push_back(kind);
+    plan.subjects.push_back(subject);
+  };
+  // Second choice when there are too few good nodes: the ends of suspect links, which their own
+  // retests may clear (localise counts a failure with one only then).
+  std::vector<int> second;
+  for (const NodePair& link : suspects.links) {
+    for (const int end : {link.a, link.b}) {
+      if (std::find(second.begin(), second.end(), end) == second.end()) second.push_back(end);
+    }
+  }
   for (const int node : suspects.nodes) {
-    const auto want =
-        static_cast<std::size_t>(std::min<long>(partners, static_cast<long>(good.size())));
-    if (want == 0 || !room(want)) {
+    const auto want = static_cast<std::size_t>(
+        std::min<long>(partners, static_cast<long>(good.size() + second.size())));
+    if (good.empty() || want == 0 || !room(want)) {
       plan.unplanned_nodes.push_back(node);
       continue;
     }
-    std::vector<int> chosen;
-    for (std::size_t k = 0; k < want; ++k) chosen.push_back(next_good(chosen));
-    for (const int g : chosen) plan.pairs.push_back(node_pair(node, g));
+    // Partners it was not slow with in the pass first: retesting a slow link alone would blame
+    // the node for it.
+    std::vector<int> chosen, avoid;
+    for (const NodePair& p : suspects.failing) {
+      if (p.a == node || p.b == node) avoid.push_back(other_end(p, node));
+    }
+    for (std::size_t k = 0; k < want; ++k) {
+      std::vector<int> skip = chosen;
+      skip.insert(skip.end(), avoid.begin(), avoid.end());
+      int g = next_good(skip);
+      if (g < 0) g = next_good(chosen);
+      for (std::size_t j = 0; g < 0 && j < second.size(); ++j) {
+        if (std::find(chosen.begin(), chosen.end(), second[j]) == chosen.end()) g = second[j];
+      }
+      if (g < 0) break;
+      chosen.push_back(g);
+    }
+    for (const int g : chosen) add(node_pair(node, g), RetestKind::kPartner, node);
+    int again = 0;
+    for (const NodePair& p : suspects.failing) {
+      if (again == 2 || !room(1)) break;
+      if (p.a != node && p.b != node) continue;
+      if (has(suspects.nodes, other_end(p, node))) continue;  // between two suspect nodes
+      add(p, RetestKind::kAgain, node);
+      ++again;
+    }
   }
   for (const NodePair& link : suspects.links) {
     if (good.empty() || !room(3)) {
       plan.unplanned_links.push_back(link);
       continue;
     }
-    plan.pairs.push_back(link);
+    add(link, RetestKind::kAgain, -1);
     const int ga = next_good({});
     const int gb = good.size() > 1 ? next_good({ga}) : ga;
-    plan.pairs.push_back(node_pair(link.a, ga));
-    plan.pairs.push_back(node_pair(link.b, gb));
+    add(node_pair(link.a, ga), RetestKind::kPartner, link.a);
+    add(node_pair(link.b, gb), RetestKind::kPartner, link.b);
   }
   return plan;
 }
@@ -146,20 +186,47 @@ const char* outcome_name(Outcome o) {
 Localisation localise(const Suspects& suspects, const RetestPlan& plan,
                       std::span<const PairResult> retests, const Reference& ref,
                       const Thresholds& t) {
-  // Each planned pair's result; a pair planned twice keeps its worst.
-  std::map<NodePair, bool> failed;
-  for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
-    const bool bad = i >= retests.size() || suspect_reasons(retests[i], ref, t) != 0;
-    failed[plan.pairs[i]] = failed[plan.pairs[i]] || bad;
-  }
+  const auto bad = [&](std::size_t i) {
+    return i >= retests.size() || suspect_reasons(retests[i], ref, t) != 0;
+  };
+  // A partner to be trusted: a good node, or a suspect link's end that passed every retest
+  // against good partners.
+  const auto cleared = [&](int node) {
+    if (has(suspects.good, node)) return true;
+    bool any = false;
+    for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+      if (plan.kinds[i] != RetestKind::kPartner || plan.subjects[i] != node) continue;
+      if (bad(i) || !has(suspects.good, other_end(plan.pairs[i], node))) return false;
+      any = true;
+    }
+    return any;
+  };
+  // A suspect's retests against partners: those it failed with (cleared partners only) and
+  // passed with.
   const auto with_good = [&](int node, std::vector<int>& failed_with,
                              std::vector<int>& passed_with) {
-    for (const auto& [pair, bad] : failed) {
-      if (pair.a != node && pair.b != node) continue;
-      const int partner = other_end(pair, node);
-      if (!has(suspects.good, partner)) continue;
-      (bad ? failed_with : passed_with).push_back(partner);
+    for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+      if (plan.kinds[i] != RetestKind::kPartner || plan.subjects[i] != node) continue;
+      const int partner = other_end(plan.pairs[i], node);
+      if (!bad(i)) {
+        passed_with.push_back(partner);
+      } else if (cleared(partner)) {
+        failed_with.push_back(partner);
+      }
     }
+  };
+  // The pair run again: -1 not retested, 0 passed, 1 failed.
+  const auto again = [&](const NodePair& pair) {
+    for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+      if (plan.kinds[i] == RetestKind::kAgain && plan.pairs[i] == pair) return bad(i) ? 1 : 0;
+    }
+    return -1;
+  };
+  const auto unplanned_why = [&] {
+    return suspects.good.empty()
+               ? std::string(
+                     "no node passed all its pairs, so there is no good partner to retest it with")
+               : std::string("the retest budget was spent before it");
   };
   Localisation out;
   for (const int node : suspects.nodes) {
@@ -167,9 +234,7 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
     f.node = node;
     if (std::find(plan.unplanned_nodes.begin(), plan.unplanned_nodes.end(), node) !=
         plan.unplanned_nodes.end()) {
-      f.why = suspects.good.empty()
-                  ? "no node passed all its pairs, so there is no good partner to retest it with"
-                  : "the retest budget was spent before it";
+      f.why = unplanned_why();
       out.nodes.push_back(std::move(f));
       continue;
     }
@@ -178,6 +243,20 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
       f.outcome = Outcome::kConvicted;
     } else if (f.failed_with.empty() && !f.passed_with.empty()) {
       f.outcome = Outcome::kAcquitted;
+      // Cleared by its partners: a pair of it that is slow again is a link at fault, when the
+      // other end is a good node.
+      for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+        if (plan.kinds[i] != RetestKind::kAgain || plan.subjects[i] != node || !bad(i)) continue;
+        LinkFinding link;
+        link.pair = plan.pairs[i];
+        if (has(suspects.good, other_end(link.pair, node))) {
+          link.outcome = Outcome::kConvicted;
+        } else {
+          link.why = "node " + std::to_string(other_end(link.pair, node)) +
+                     " was slow with other partners too";
+        }
+        out.links.push_back(std::move(link));
+      }
     } else {
       f.why = "failed with " + std::to_string(f.failed_with.size()) + " of " +
               std::to_string(f.failed_with.size() + f.passed_with.size()) + " good partner(s) (" +
@@ -190,17 +269,14 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
     f.pair = link;
     if (std::find(plan.unplanned_links.begin(), plan.unplanned_links.end(), link) !=
         plan.unplanned_links.end()) {
-      f.why = suspects.good.empty()
-                  ? "no node passed all its pairs, so there is no good partner to retest it with"
-                  : "the retest budget was spent before it";
+      f.why = unplanned_why();
       out.links.push_back(std::move(f));
       continue;
     }
-    const auto again = failed.find(link);
     std::vector<int> fa, pa, fb, pb;
     with_good(link.a, fa, pa);
     with_good(link.b, fb, pb);
-    if (again != failed.end() && !again->second) {
+    if (again(link) == 0) {
       f.outcome = Outcome::kAcquitted;
     } else if (fa.empty() && fb.empty() && !pa.empty() && !pb.empty()) {
       f.outcome = Outcome::kConvicted;
@@ -214,6 +290,8 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
     }
     out.links.push_back(std::move(f));
   }
+  std::sort(out.links.begin(), out.links.end(),
+            [](const LinkFinding& x, const LinkFinding& y) { return x.pair < y.pair; });
   return out;
 }
 

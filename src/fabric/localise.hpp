@@ -11,9 +11,10 @@
 //  3. retest (bounded budget): each suspect node against `partners` different good partners;
 //     each suspect link again, and each of its ends against a good partner;
 //  4. convict: a node that fails with at least two different good partners; a link that fails
-//     again while both its ends pass with good partners. A suspect that passes its retests is
-//     acquitted (the first pass saw something transient); anything else stays unresolved, with
-//     the reason.
+//     again while both its ends pass with good partners (a suspect link's ends, or a suspect
+//     node the partners cleared and the good node at the other end of its slow pair). A suspect
+//     that passes its retests is acquitted (the first pass saw something transient); anything else
+//     stays unresolved, with the reason.
 // Everything here is a pure function of the numbers, so every rank computes the same retest plan
 // and the report recomputes the verdict from the run file.
 #include <cstdint>
@@ -50,20 +51,29 @@ unsigned suspect_reasons(const PairResult& r, const Reference& ref, const Thresh
 std::string reason_text(unsigned reasons);
 
 struct Suspects {
-  std::vector<int> nodes;       // ascending
-  std::vector<NodePair> links;  // ascending
-  std::vector<int> good;        // ascending: neither a suspect node nor the end of a suspect link
+  std::vector<int> nodes;         // ascending
+  std::vector<NodePair> links;    // ascending
+  std::vector<int> good;          // ascending: neither a suspect node nor the end of a suspect link
+  std::vector<NodePair> failing;  // ascending: every suspect pair of the pass
 };
 // `reasons[i]` belongs to `pass[i]`; nodes are 0 .. node_count-1.
 Suspects find_suspects(int node_count, std::span<const PairResult> pass,
                        std::span<const unsigned> reasons);
 
+// Why a pair is retested: a suspect (node, or a link's end) against a good partner, or a
+// suspect pair of the pass run again (a suspect link; up to two of a suspect node's pairs, so a
+// node the partners clear can still leave its one slow link behind).
+enum class RetestKind { kPartner = 0, kAgain = 1 };
+
 struct RetestPlan {
   std::vector<NodePair> pairs;            // in order; pack_rounds() schedules them
+  std::vector<RetestKind> kinds;          // per pair
+  std::vector<int> subjects;              // per pair: the suspect node it is about, -1 a link
   std::vector<int> unplanned_nodes;       // suspects the budget or the good partners left out
   std::vector<NodePair> unplanned_links;  // ditto
 };
-// `partners` good partners per suspect node (2 convict); at most `budget` pairs in all.
+// `partners` good partners per suspect node (2 convict), then up to two of its suspect pairs
+// again when the budget allows; at most `budget` pairs in all.
 RetestPlan plan_retests(const Suspects& suspects, int partners, int budget);
 
 enum class Outcome { kConvicted = 0, kAcquitted = 1, kUnresolved = 2 };

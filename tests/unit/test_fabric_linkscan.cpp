@@ -225,13 +225,70 @@ TEST(Localise, TransientSlownessIsAcquittedOnRetest) {
   const Suspects s = find_suspects(n, pass, reasons);
   ASSERT_EQ(s.nodes, std::vector<int>{3});
   const RetestPlan plan = plan_retests(s, 2, 100);
-  ASSERT_EQ(plan.pairs.size(), 2u);
+  ASSERT_EQ(plan.pairs.size(), 4u);  // 2 good partners, 2 of its slow pairs again
   std::vector<PairResult> retests;
   for (const NodePair& p : plan.pairs) retests.push_back({p, 9.9, 2.0});
   const Localisation l = localise(s, plan, retests, ref, t);
   ASSERT_EQ(l.nodes.size(), 1u);
   EXPECT_EQ(l.nodes[0].outcome, Outcome::kAcquitted);
   EXPECT_EQ(l.nodes[0].passed_with.size(), 2u);
+}
+
+TEST(Localise, ASlowLinkPlusATransientLooksLikeANodeUntilRetested) {
+  // Pass 1: link 0-1 is slow, and 0-3 too by chance: node 0 is in two slow pairs, a suspect
+  // node. Its good partners clear it; 0-1 run again is slow again: the link is convicted.
+  const int n = 6;
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(n)) {
+    for (const NodePair& p : round) {
+      const bool slow = p == NodePair{0, 1} || p == NodePair{0, 3};
+      pass.push_back({p, slow ? 2.0 : 10.0, 2.0});
+    }
+  }
+  const Thresholds t;
+  const Reference ref = reference_of(pass);
+  std::vector<unsigned> reasons;
+  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
+  const Suspects s = find_suspects(n, pass, reasons);
+  ASSERT_EQ(s.nodes, std::vector<int>{0});
+  const RetestPlan plan = plan_retests(s, 2, 100);
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs)
+    retests.push_back({p, p == NodePair{0, 1} ? 2.0 : 10.0, 2.0});
+  const Localisation l = localise(s, plan, retests, ref, t);
+  ASSERT_EQ(l.nodes.size(), 1u);
+  EXPECT_EQ(l.nodes[0].outcome, Outcome::kAcquitted);
+  ASSERT_EQ(l.links.size(), 1u);
+  EXPECT_EQ(l.links[0].pair, (NodePair{0, 1}));
+  EXPECT_EQ(l.links[0].outcome, Outcome::kConvicted);
+}
+
+TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {
+  // 4 nodes: node 2 slow with everyone, and 1-3 slow once by chance. Only node 0 is good, so
+  // node 2's second partner is an end of the suspect link, trusted once its own retests pass.
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(4)) {
+    for (const NodePair& p : round) {
+      const bool slow = p.a == 2 || p.b == 2 || p == NodePair{1, 3};
+      pass.push_back({p, slow ? 1.0 : 10.0, 2.0});
+    }
+  }
+  const Thresholds t;
+  const Reference ref = reference_of(pass);
+  std::vector<unsigned> reasons;
+  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
+  const Suspects s = find_suspects(4, pass, reasons);
+  ASSERT_EQ(s.nodes, std::vector<int>{2});
+  ASSERT_EQ(s.good, std::vector<int>{0});
+  const RetestPlan plan = plan_retests(s, 2, 100);
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs)
+    retests.push_back({p, p.a == 2 || p.b == 2 ? 1.0 : 10.0, 2.0});
+  const Localisation l = localise(s, plan, retests, ref, t);
+  ASSERT_EQ(l.nodes.size(), 1u);
+  EXPECT_EQ(l.nodes[0].outcome, Outcome::kConvicted) << l.nodes[0].why;
+  ASSERT_EQ(l.links.size(), 1u);
+  EXPECT_EQ(l.links[0].outcome, Outcome::kAcquitted);
 }
 
 TEST(Localise, LatencyAndFailedTransfersAreSuspectToo) {

@@ -39,11 +39,9 @@ int main(int argc, char** argv) {
   }
   const auto measured = std::chrono::steady_clock::now();
   const Thresholds t;
-  const Reference ref = reference_of(pass);
-  std::vector<unsigned> reasons;
-  reasons.reserve(pass.size());
-  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
-  const Suspects s = find_suspects(n, pass, reasons);
+  const Judged judged = judge_pass(n, pass, t);
+  const Reference& ref = judged.reference;
+  const Suspects& s = judged.suspects;
   const RetestPlan plan = plan_retests(s, 2, 4 * n);
   const auto packed = pack_rounds(plan.pairs);
   std::vector<PairResult> retests;

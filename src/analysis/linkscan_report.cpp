@@ -79,9 +79,10 @@ void localise_rail(LinkscanRail& rail, const fabric::Thresholds& t) {
     if (p.pass == 1) first.push_back({p.pair, p.bw_median, p.lat_us});
   }
   const int n = static_cast<int>(rail.nodes.size());
-  rail.reference = fabric::reference_of(first);
-  for (const auto& r : first) rail.reasons.push_back(fabric::suspect_reasons(r, rail.reference, t));
-  rail.suspects = fabric::find_suspects(n, first, rail.reasons);
+  fabric::Judged judged = fabric::judge_pass(n, first, t);
+  rail.reference = judged.reference;
+  rail.reasons = std::move(judged.reasons);
+  rail.suspects = std::move(judged.suspects);
   rail.plan = fabric::plan_retests(rail.suspects, 2, rail.budget);
   std::vector<fabric::PairResult> retests;
   for (const NodePair& planned : rail.plan.pairs) {

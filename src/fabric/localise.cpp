@@ -171,6 +171,15 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
   return plan;
 }
 
+Judged judge_pass(int node_count, std::span<const PairResult> pass, const Thresholds& t) {
+  Judged j;
+  j.reference = reference_of(pass);
+  j.reasons.reserve(pass.size());
+  for (const PairResult& r : pass) j.reasons.push_back(suspect_reasons(r, j.reference, t));
+  j.suspects = find_suspects(node_count, pass, j.reasons);
+  return j;
+}
+
 const char* outcome_name(Outcome o) {
   switch (o) {
     case Outcome::kConvicted:

@@ -65,6 +65,14 @@ Suspects find_suspects(int node_count, std::span<const PairResult> pass,
 // node the partners clear can still leave its one slow link behind).
 enum class RetestKind { kPartner = 0, kAgain = 1 };
 
+// Steps 1 and 2 over one pass: its reference, each pair's reasons, the suspects.
+struct Judged {
+  Reference reference;
+  std::vector<unsigned> reasons;  // per pair of the pass
+  Suspects suspects;
+};
+Judged judge_pass(int node_count, std::span<const PairResult> pass, const Thresholds& t);
+
 struct RetestPlan {
   std::vector<NodePair> pairs;            // in order; pack_rounds() schedules them
   std::vector<RetestKind> kinds;          // per pair

@@ -343,10 +343,7 @@ void run_linkscan(PhaseEnv& env) {
     for (const Measured& m : pairs) {
       first.push_back({m.pair, median(m.bw_GBps), m.lat_us});
     }
-    const fabric::Reference ref = fabric::reference_of(first);
-    std::vector<unsigned> reasons;
-    for (const auto& r : first) reasons.push_back(fabric::suspect_reasons(r, ref, thresholds));
-    const fabric::Suspects suspects = fabric::find_suspects(n, first, reasons);
+    const fabric::Suspects suspects = fabric::judge_pass(n, first, thresholds).suspects;
     const fabric::RetestPlan plan = fabric::plan_retests(suspects, 2, budget);
     std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2, progress,
                                              ++step_number, name + " retests");

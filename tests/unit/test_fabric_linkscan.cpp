@@ -120,10 +120,9 @@ Localisation scan(const Fabric& f, std::uint64_t seed, Suspects* suspects_out = 
     for (const NodePair& p : round) pass.push_back(f.measure(p, rng));
   }
   const Thresholds t;
-  const Reference ref = reference_of(pass);
-  std::vector<unsigned> reasons;
-  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
-  const Suspects s = find_suspects(f.n, pass, reasons);
+  const Judged judged = judge_pass(f.n, pass, t);
+  const Reference& ref = judged.reference;
+  const Suspects& s = judged.suspects;
   if (suspects_out != nullptr) *suspects_out = s;
   const RetestPlan plan = plan_retests(s, 2, 4 * f.n);
   std::vector<PairResult> retests;
@@ -219,10 +218,9 @@ TEST(Localise, TransientSlownessIsAcquittedOnRetest) {
     for (const NodePair& p : round) pass.push_back({p, (p.a == 3 || p.b == 3) ? 3.0 : 10.0, 2.0});
   }
   const Thresholds t;
-  const Reference ref = reference_of(pass);
-  std::vector<unsigned> reasons;
-  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
-  const Suspects s = find_suspects(n, pass, reasons);
+  const Judged judged = judge_pass(n, pass, t);
+  const Reference& ref = judged.reference;
+  const Suspects& s = judged.suspects;
   ASSERT_EQ(s.nodes, std::vector<int>{3});
   const RetestPlan plan = plan_retests(s, 2, 100);
   ASSERT_EQ(plan.pairs.size(), 4u);  // 2 good partners, 2 of its slow pairs again
@@ -246,10 +244,9 @@ TEST(Localise, ASlowLinkPlusATransientLooksLikeANodeUntilRetested) {
     }
   }
   const Thresholds t;
-  const Reference ref = reference_of(pass);
-  std::vector<unsigned> reasons;
-  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
-  const Suspects s = find_suspects(n, pass, reasons);
+  const Judged judged = judge_pass(n, pass, t);
+  const Reference& ref = judged.reference;
+  const Suspects& s = judged.suspects;
   ASSERT_EQ(s.nodes, std::vector<int>{0});
   const RetestPlan plan = plan_retests(s, 2, 100);
   std::vector<PairResult> retests;
@@ -274,10 +271,9 @@ TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {
     }
   }
   const Thresholds t;
-  const Reference ref = reference_of(pass);
-  std::vector<unsigned> reasons;
-  for (const auto& r : pass) reasons.push_back(suspect_reasons(r, ref, t));
-  const Suspects s = find_suspects(4, pass, reasons);
+  const Judged judged = judge_pass(4, pass, t);
+  const Reference& ref = judged.reference;
+  const Suspects& s = judged.suspects;
   ASSERT_EQ(s.nodes, std::vector<int>{2});
   ASSERT_EQ(s.good, std::vector<int>{0});
   const RetestPlan plan = plan_retests(s, 2, 100);

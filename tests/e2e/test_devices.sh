@@ -15,7 +15,11 @@ expect_rc 0 $? "4 ranks as 2 virtual nodes"
 expect_in "$TMP/stdout" "^devices \(cpu: copy, triad over 16 MiB buffers, copies of 4 MiB; 5 trials; pairs all\)" "block title"
 expect_in "$TMP/stdout" "per device alone, GB/s: copy [0-9.e+]+ \(slowest [0-9.e+]+\), triad [0-9.e+]+ \(slowest [0-9.e+]+\); per node all at once" "memory line"
 expect_in "$TMP/stdout" "pairs on 2 node\(s\), GB/s: unidirectional [0-9.e+]+ \.\. [0-9.e+]+, bidirectional" "pairs line"
-expect_in "$TMP/stdout" "\[PASS\] devices: coverage, memory \(host tests copy, triad on 4 device\(s\), alone and all of a node's together, 5 trials each; 4 ordered pair\(s\) on 2 node\(s\)" "coverage"
+# Coverage passes. Memory may be a WARN here and nothing more: 4 ranks share 2 cores, and a rank
+# whose turn alone meets other work on the host can look 60% slower (seen once in a clean-clone
+# run); on shared cores a slow device is a warning by design, never a failure.
+expect_in "$TMP/stdout" "\[PASS\] devices: coverage(, memory)? \(host tests copy, triad on 4 device\(s\), alone and all of a node's together, 5 trials each; 4 ordered pair\(s\) on 2 node\(s\)" "coverage"
+if grep -E "^  \[FAIL\]" "$TMP/stdout"; then fail "a healthy run failed a check"; fi
 expect_in "$TMP/stdout" "tested 4 devices and 4 pairs on 4 ranks / 2 nodes" "tested"
 for t in copy triad; do
   for d in alone_GBps together_GBps; do

@@ -278,10 +278,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
           std::to_string(lf.lat_iters) + " round trips per pair); " + std::to_string(retested) +
           " retest pair(s) of a budget of " + std::to_string(budget) + virtual_note));
   std::vector<Finding> found;
-  std::size_t suspects = 0, acquitted = 0, known = 0;
+  std::size_t acquitted = 0, known = 0;
   for (const LinkscanRail& r : lf.rails) {
     rail_checks(r, lf, facts, found);
-    suspects += r.suspects.nodes.size() + r.suspects.links.size();
     for (const auto& n : r.localisation.nodes)
       acquitted += n.outcome == fabric::Outcome::kAcquitted;
     for (const auto& k : r.localisation.links)
@@ -319,7 +318,6 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
                         join(std::vector<std::string>(used.begin(), used.end()), "; ") + ")"
                   : "the transports were not recorded"));
   }
-  (void)suspects;
   lf.findings.insert(lf.findings.end(), found.begin(), found.end());
   lf.findings.insert(lf.findings.end(), transport.begin(), transport.end());
   return lf;

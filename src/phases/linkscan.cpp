@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "core/error.hpp"
@@ -36,7 +37,7 @@ struct Measured {
   int round = 0;
   std::vector<double> bw_GBps;  // per timed window
   double lat_us = kNaN, lat_p99_us = kNaN;
-  std::string transport;  // on rank 0 after the gather
+  std::string transport;  // on its initiator, then on rank 0
 };
 
 // The ranks standing for the nodes on one rail: scan position i is node nodes[i], rank ranks[i].
@@ -109,38 +110,41 @@ class LinkscanRun {
     }
     // The last pair's idle ranks must not spin in the reduction below while it is measured.
     idle_barrier(ctx_.world());
-    agree(out);
+    combine(out, me, pass == 1);
     return out;
   }
 
-  // Every rank ends with every pair's numbers (each was measured on one initiator).
-  void agree(std::vector<Measured>& pairs) {
+  // Each pair was measured on its initiator (the lower position). The first pass's numbers go to
+  // every rank (each plans the same retests from them); the retests' only to rank 0, which
+  // records them. Unmeasured entries are -1 (measured ones are positive), so MAX combines them.
+  void combine(std::vector<Measured>& pairs, int me, bool everyone) {
     const std::size_t per = static_cast<std::size_t>(cfg_.reps) + 2;
-    std::vector<double> v(pairs.size() * per, -1.0);  // -1: not this rank's pair
+    std::vector<double> v(pairs.size() * per, -1.0);
+    std::string mine;  // "index<TAB>transport" per pair this rank measured
     for (std::size_t i = 0; i < pairs.size(); ++i) {
-      if (pairs[i].transport.empty()) continue;  // not measured here
-      for (std::size_t k = 0; k < pairs[i].bw_GBps.size(); ++k) {
-        v[i * per + k] = std::isnan(pairs[i].bw_GBps[k]) ? -2.0 : pairs[i].bw_GBps[k];
-      }
-      v[i * per + per - 2] = std::isnan(pairs[i].lat_us) ? -2.0 : pairs[i].lat_us;
-      v[i * per + per - 1] = std::isnan(pairs[i].lat_p99_us) ? -2.0 : pairs[i].lat_p99_us;
+      if (pairs[i].pair.a != me) continue;
+      std::copy(pairs[i].bw_GBps.begin(), pairs[i].bw_GBps.end(), v.begin() + i * per);
+      v[i * per + per - 2] = pairs[i].lat_us;
+      v[i * per + per - 1] = pairs[i].lat_p99_us;
+      mine += std::to_string(i) + "\t" + pairs[i].transport + "\n";
     }
-    SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
-                               MPI_MAX, ctx_.world()));
+    const int count = static_cast<int>(v.size());
+    if (everyone) {
+      SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v.data(), count, MPI_DOUBLE, MPI_MAX, ctx_.world()));
+    } else {
+      SD_MPI_CHECK(MPI_Reduce(ctx_.is_root() ? MPI_IN_PLACE : v.data(), v.data(), count, MPI_DOUBLE,
+                              MPI_MAX, 0, ctx_.world()));
+    }
+    const std::vector<std::string> all = gather_strings(ctx_.world(), 0, mine);
+    if (!everyone && !ctx_.is_root()) return;
     const auto value = [](double x) { return x < 0 ? kNaN : x; };
-    std::string mine;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
-      if (!pairs[i].transport.empty()) {
-        mine += std::to_string(i) + "\t" + pairs[i].transport + "\n";
-      }
       for (std::size_t k = 0; k < pairs[i].bw_GBps.size(); ++k) {
         pairs[i].bw_GBps[k] = value(v[i * per + k]);
       }
       pairs[i].lat_us = value(v[i * per + per - 2]);
       pairs[i].lat_p99_us = value(v[i * per + per - 1]);
-      pairs[i].transport.clear();
     }
-    const std::vector<std::string> all = gather_strings(ctx_.world(), 0, mine);
     for (const std::string& text : all) {
       for (std::string_view line : split(text, '\n')) {
         const auto tab = line.find('\t');
@@ -219,19 +223,18 @@ class LinkscanRun {
     }
     std::vector<double> half_us;
     half_us.reserve(static_cast<std::size_t>(cfg_.lat_iters));
+    double round_trips_s = 0;
     for (int i = 0; i < cfg_.lat_iters; ++i) {
       if (initiator) {
-        half_us.push_back(link_.ping(peer) * 1e6 / 2 * f);
+        const double rtt = link_.ping(peer);
+        round_trips_s += rtt;
+        half_us.push_back(rtt * f * 1e6 / 2);
       } else {
         link_.pong(peer);
       }
     }
     if (!initiator) return;
-    if (f > 1) {
-      double extra = 0;
-      for (double h : half_us) extra += 2 * h * (1 - 1 / f);
-      std::this_thread::sleep_for(std::chrono::duration<double>(extra / 1e6));
-    }
+    if (f > 1) std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * round_trips_s));
     m.lat_us = median(half_us);
     m.lat_p99_us = percentile(half_us, 0.99);
     m.transport = link_.transport_to(peer);
@@ -262,17 +265,30 @@ std::vector<Rail> plan_rails(const Context& ctx, const LinkscanConfig& cfg) {
   }
   std::vector<Rail> rails(static_cast<std::size_t>(locals));
   for (int l = 0; l < locals; ++l) {
+    rails[static_cast<std::size_t>(l)].index = l;
+    if (!devices.empty())
+      rails[static_cast<std::size_t>(l)].net_devices = devices[static_cast<std::size_t>(l)];
+  }
+  // Node indices are not ordered by rank in general: collect, then order each rail by node.
+  for (std::size_t r = 0; r < layout.node_of_rank.size(); ++r) {
+    const int l = layout.local_rank_of_rank[r];
+    if (l >= locals) continue;
     Rail& rail = rails[static_cast<std::size_t>(l)];
-    rail.index = l;
-    if (!devices.empty()) rail.net_devices = devices[static_cast<std::size_t>(l)];
-    for (int node = 0; node < layout.node_count; ++node) {
-      for (std::size_t r = 0; r < layout.node_of_rank.size(); ++r) {
-        if (layout.node_of_rank[r] == node && layout.local_rank_of_rank[r] == l) {
-          rail.nodes.push_back(node);
-          rail.ranks.push_back(static_cast<int>(r));
-        }
-      }
+    rail.nodes.push_back(layout.node_of_rank[r]);
+    rail.ranks.push_back(static_cast<int>(r));
+  }
+  for (Rail& rail : rails) {
+    std::vector<std::size_t> order(rail.nodes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return rail.nodes[x] < rail.nodes[y]; });
+    std::vector<int> nodes, ranks;
+    for (std::size_t i : order) {
+      nodes.push_back(rail.nodes[i]);
+      ranks.push_back(rail.ranks[i]);
     }
+    rail.nodes = std::move(nodes);
+    rail.ranks = std::move(ranks);
   }
   return rails;
 }
@@ -291,12 +307,14 @@ void run_linkscan(PhaseEnv& env) {
   for (const Rail& rail : rails) {
     if (rail.position_of(ctx.rank()) >= 0) options.net_devices = rail.net_devices;
   }
+  refuse_unreachable_steps(env, "linkscan", 2 * static_cast<long>(rails.size()),
+                           "two per rail: the scan, then the retests");
   env.watchdog.step("linkscan: start " + cfg.transport);
   std::unique_ptr<fabric::Link> link = cfg.transport == "ucx"
                                            ? fabric::make_ucx_link(ctx.world(), options)
                                            : fabric::make_mpi_link(ctx.world(), options);
-  refuse_unreachable_steps(env, "linkscan", 2 * static_cast<long>(rails.size()),
-                           "two per rail: the scan, then the retests");
+  int shared = ctx.host_local_size() > static_cast<int>(std::thread::hardware_concurrency());
+  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, ctx.world()));
   env.recorder.write([&](RunWriter& w) {
     namespace l = schema::linkscan;
     const auto g = schema::kLinkscanGroup;
@@ -313,13 +331,8 @@ void run_linkscan(PhaseEnv& env) {
       w.set_attr(g, l::kAttrBwFraction, cfg.bw_fraction);
       w.set_attr(g, l::kAttrLatFactor, cfg.lat_factor);
       w.set_attr(g, l::kAttrRails, cfg.rails);
+      w.set_attr(g, l::kAttrConcurrent, static_cast<std::int64_t>(shared == 0 ? 1 : 0));
     });
-  });
-  int shared = ctx.host_local_size() > static_cast<int>(std::thread::hardware_concurrency());
-  SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, ctx.world()));
-  env.recorder.write([&](RunWriter& w) {
-    w.set_attr(schema::kLinkscanGroup, schema::linkscan::kAttrConcurrent,
-               static_cast<std::int64_t>(shared == 0 ? 1 : 0));
   });
   Progress progress("linkscan", 2 * static_cast<long>(rails.size()), env.progress);
   LinkscanRun scan(env, *link, shared != 0);

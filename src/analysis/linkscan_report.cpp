@@ -234,6 +234,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   lf.lat_iters = static_cast<int>(file.attr_int64(g, l::kAttrLatIters));
   lf.bw_fraction = file.attr_double(g, l::kAttrBwFraction);
   lf.lat_factor = file.attr_double(g, l::kAttrLatFactor);
+  lf.concurrent = file.attr_int64(g, l::kAttrConcurrent) != 0;
+  lf.bidirectional =
+      file.has_attr(g, l::kAttrBidirectional) && file.attr_int64(g, l::kAttrBidirectional) != 0;
   const fabric::Thresholds t{lf.bw_fraction, lf.lat_factor};
   for (const std::string& child : file.children(g)) {
     LinkscanRail rail = read_rail(file, schema::join(g, child), lf.reps);
@@ -274,9 +277,11 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
       std::to_string(lf.pairs_tested) + " node pair(s) of " + std::to_string(lf.nodes_tested) +
           " node(s) on " + std::to_string(scanned_rails) + " rail(s) over " + lf.transport + " (" +
           what + "; " + format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " +
-          std::to_string(lf.window) + " in flight, " + std::to_string(lf.reps) + " window(s) and " +
-          std::to_string(lf.lat_iters) + " round trips per pair); " + std::to_string(retested) +
-          " retest pair(s) of a budget of " + std::to_string(budget) + virtual_note));
+          std::to_string(lf.window) + " in flight" + (lf.bidirectional ? " each way" : "") + ", " +
+          std::to_string(lf.reps) + " window(s) and " + std::to_string(lf.lat_iters) +
+          " round trips per pair" + (lf.concurrent ? "" : ", one pair at a time") + "); " +
+          std::to_string(retested) + " retest pair(s) of a budget of " + std::to_string(budget) +
+          virtual_note));
   std::vector<Finding> found;
   std::size_t acquitted = 0, known = 0;
   for (const LinkscanRail& r : lf.rails) {
@@ -326,7 +331,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
 std::string linkscan_title(const LinkscanFindings& lf) {
   return "linkscan (" + lf.transport + ", " + lf.schedule + "; " +
          format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " + std::to_string(lf.window) +
-         " in flight, " + std::to_string(lf.reps) + " window(s) per pair; GB/s, median)";
+         " in flight" + (lf.bidirectional ? " each way" : "") + ", " + std::to_string(lf.reps) +
+         " window(s) per pair; GB/s" + (lf.bidirectional ? " both directions together" : "") +
+         ", median)";
 }
 
 std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, bool detail) {

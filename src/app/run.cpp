@@ -2,8 +2,8 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,16 +74,16 @@ void check_drift_fields(const FaultPlan& faults) {
     if (f.kind != "drift") continue;
     const auto& fixed = inventory_field_names();
     const auto& prefixes = fact_key_prefixes();
-    const bool known =
-        std::find(fixed.begin(), fixed.end(), f.field) != fixed.end() ||
-        std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
-          return p.ends_with('.') ? f.field.size() > p.size() && f.field.starts_with(p)
-                                  : f.field == p;
-        });
+    const bool known = std::find(fixed.begin(), fixed.end(), f.field) != fixed.end() ||
+                       std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
+                         return p.ends_with('.')
+                                    ? f.field.size() > p.size() && f.field.starts_with(p)
+                                    : f.field == p;
+                       });
     if (!known) {
       throw UsageError("--inject " + f.text + ": unknown inventory field '" + f.field +
-                       "' (fixed fields: " + join(fixed) + "; facts start with " +
-                       join(prefixes) + "; shakedown summary --detail lists a run's facts)");
+                       "' (fixed fields: " + join(fixed) + "; facts start with " + join(prefixes) +
+                       "; shakedown summary --detail lists a run's facts)");
     }
   }
 }
@@ -181,15 +181,21 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
   });
 
   watchdog.step("topology");
-  std::vector<RankInfo> ranks = recorder.gather(discover_this_rank(ctx));
+  const RankInfo self = discover_this_rank(ctx);
+  std::vector<RankInfo> ranks = recorder.gather(self);
   watchdog.step("write topology");
   recorder.write([&](RunWriter& w) {
     assign_network(ranks, network);
     w.write_topology(ranks, check_placement(ranks, placement_options(ctx, config, &network)));
   });
 
-  PhaseEnv env{ctx,      config, recorder,
-               watchdog, faults, ctx.is_root() && (progress || Progress::terminal())};
+  PhaseEnv env{ctx,
+               self,
+               config,
+               recorder,
+               watchdog,
+               faults,
+               ctx.is_root() && (progress || Progress::terminal())};
   for (const auto& name : pipeline_phases()) {
     if (std::find(config.phases.begin(), config.phases.end(), name) == config.phases.end()) {
       continue;
@@ -268,11 +274,12 @@ std::filesystem::path report_path(const std::filesystem::path& out, std::string_
 // /tmp), removed with the file once the summary is out. ("" on other ranks.)
 std::filesystem::path audit_scratch_file() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                      "/shakedown-audit.XXXXXX";
+  std::string templ =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/shakedown-audit.XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) {
     throw RuntimeFault("audit: cannot make a scratch folder " + templ + ": " +
-                       std::strerror(errno) + "; set TMPDIR to a writable folder or keep the "
+                       std::strerror(errno) +
+                       "; set TMPDIR to a writable folder or keep the "
                        "file with --out FILE");
   }
   return std::filesystem::path(templ) / "audit.h5";
@@ -384,7 +391,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     std::string chosen;
     agreed(ctx.world(), [&] {
       if (ctx.is_root()) {
-        chosen = scratch ? audit_scratch_file().string() : choose_output(config, options.out).string();
+        chosen =
+            scratch ? audit_scratch_file().string() : choose_output(config, options.out).string();
       }
     });
     const std::filesystem::path out = bcast_string(ctx.world(), 0, chosen);

@@ -180,6 +180,10 @@ struct LinkscanConfig {
   double lat_factor = 2.1;    // a pair is bad when latency > factor x the minimum seen
   double bw_fraction = 0.93;  // ... or bandwidth < fraction x the maximum seen
   int retest_budget = 0;      // retest pairs at most; 0: 4 per node of the rail
+  // A round's pairs at once ("true"), one after another ("false": no pair shares the fabric or a
+  // host's cores with another), or "auto": at once unless some host runs more ranks than CPUs.
+  std::string concurrent = "auto";
+  bool bidirectional = false;  // both ends send at once; the figure counts both directions
 
   friend bool operator==(const LinkscanConfig&, const LinkscanConfig&) = default;
 };

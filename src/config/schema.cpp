@@ -610,7 +610,9 @@ SectionSpec linkscan_section() {
            // Below 1 every pair would be "slower than the fastest": all flagged.
            field("lat_factor", section, &S::lat_factor, RealRule{1, false, 1000, false}),
            field("bw_fraction", section, &S::bw_fraction, kFraction),
-           field("retest_budget", section, &S::retest_budget, IntRule{0, kMaxIters})}};
+           field("retest_budget", section, &S::retest_budget, IntRule{0, kMaxIters}),
+           field("concurrent", section, &S::concurrent, ChoiceRule{{"auto", "true", "false"}}),
+           field("bidirectional", section, &S::bidirectional, BoolRule{})}};
 }
 
 SectionSpec checks_section() {

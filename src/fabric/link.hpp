@@ -6,6 +6,9 @@
 //  - bandwidth (as ucx_perftest's tag_bw): the receiver posts `window` receives of `bytes` and
 //    says so; the sender then sends `window` messages and the receiver acknowledges them all
 //    with one byte: bytes x window / (first send -> acknowledgement), timed by the sender;
+//  - bidirectional bandwidth: both ends post `window` receives, say so, then send `window`
+//    messages each at once and acknowledge; 2 x bytes x window / (first send -> the peer's
+//    acknowledgement), timed by the initiator (the figure counts both directions);
 //  - latency (as tag_lat): one round trip of a small message; half of it is the latency.
 // The buffers are reused by every message of a window, as ucx_perftest does: the scan measures
 // the link, not the data (collectives check data).
@@ -42,6 +45,9 @@ class Link {
   // One bandwidth window: the sender returns its seconds, the receiver 0.
   virtual double window_send(int peer) = 0;
   virtual void window_recv(int peer) = 0;
+  // One window each way at once (both ends call it): the initiator returns its seconds, the
+  // other end 0.
+  virtual double window_both(int peer, bool initiator) = 0;
   // One round trip: the initiator returns its seconds, the responder 0.
   virtual double ping(int peer) = 0;
   virtual void pong(int peer) = 0;

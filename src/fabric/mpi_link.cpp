@@ -52,6 +52,29 @@ class MpiLink final : public Link {
     SD_MPI_CHECK(MPI_Send(&byte, 1, MPI_CHAR, peer, kAck, comm_.get()));
   }
 
+  double window_both(int peer, bool initiator) override {
+    inbox_.resize(buffer_.size());
+    std::vector<MPI_Request> requests(2 * requests_.size(), MPI_REQUEST_NULL);
+    const std::size_t w = requests_.size();
+    for (std::size_t i = 0; i < w; ++i) {
+      SD_MPI_CHECK(
+          MPI_Irecv(inbox_.data(), count(), MPI_BYTE, peer, kData, comm_.get(), &requests[i]));
+    }
+    char mine = 0, theirs = 0;
+    SD_MPI_CHECK(MPI_Sendrecv(&mine, 1, MPI_CHAR, peer, kReady, &theirs, 1, MPI_CHAR, peer, kReady,
+                              comm_.get(), MPI_STATUS_IGNORE));
+    const double start = seconds_now();
+    for (std::size_t i = 0; i < w; ++i) {
+      SD_MPI_CHECK(
+          MPI_Isend(buffer_.data(), count(), MPI_BYTE, peer, kData, comm_.get(), &requests[w + i]));
+    }
+    SD_MPI_CHECK(
+        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+    SD_MPI_CHECK(MPI_Sendrecv(&mine, 1, MPI_CHAR, peer, kAck, &theirs, 1, MPI_CHAR, peer, kAck,
+                              comm_.get(), MPI_STATUS_IGNORE));
+    return initiator ? seconds_now() - start : 0;
+  }
+
   double ping(int peer) override {
     const double start = seconds_now();
     SD_MPI_CHECK(MPI_Send(small_.data(), small_count(), MPI_BYTE, peer, kPing, comm_.get()));
@@ -74,6 +97,7 @@ class MpiLink final : public Link {
   LinkOptions options_;
   std::vector<unsigned char> buffer_;
   std::vector<unsigned char> small_;
+  std::vector<unsigned char> inbox_;  // what the peer sends in a bidirectional window
   std::vector<MPI_Request> requests_;
 };
 

@@ -223,6 +223,28 @@ class UcxLink final : public Link {
     wait(send(peer, small_.data(), 1, tag_of(Message::kAck, rank_)));
   }
 
+  double window_both(int peer, bool initiator) override {
+    inbox_.resize(buffer_.size());
+    std::vector<ucs_status_ptr_t> requests;
+    requests.reserve(2 * static_cast<std::size_t>(window_));
+    for (int i = 0; i < window_; ++i) {
+      requests.push_back(recv(inbox_.data(), inbox_.size(), tag_of(Message::kData, peer)));
+    }
+    char ready = 0, ack = 0;
+    ucs_status_ptr_t peer_ready = recv(&ready, 1, tag_of(Message::kReady, peer));
+    wait(send(peer, small_.data(), 1, tag_of(Message::kReady, rank_)));
+    wait(peer_ready);
+    const double start = seconds_now();
+    for (int i = 0; i < window_; ++i) {
+      requests.push_back(send(peer, buffer_.data(), buffer_.size(), tag_of(Message::kData, rank_)));
+    }
+    ucs_status_ptr_t peer_done = recv(&ack, 1, tag_of(Message::kAck, peer));
+    for (ucs_status_ptr_t r : requests) wait(r);
+    wait(send(peer, small_.data(), 1, tag_of(Message::kAck, rank_)));
+    wait(peer_done);
+    return initiator ? seconds_now() - start : 0;
+  }
+
   double ping(int peer) override {
     const double start = seconds_now();
     ucs_status_ptr_t r = recv(small_.data(), small_.size(), tag_of(Message::kPong, peer));
@@ -283,6 +305,7 @@ class UcxLink final : public Link {
   std::map<int, ucp_ep_h> endpoints_;
   std::vector<unsigned char> buffer_;
   std::vector<unsigned char> small_;
+  std::vector<unsigned char> inbox_;  // what the peer sends in a bidirectional window
   int window_ = 32;
 };
 

@@ -15,10 +15,12 @@
 #include "core/strings.hpp"
 #include "fabric/link.hpp"
 #include "fabric/localise.hpp"
+#include "fabric/rails.hpp"
 #include "fabric/schedule.hpp"
 #include "phases/phase.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
+#include "runtime/mpi.hpp"
 #include "runtime/progress.hpp"
 
 namespace shakedown {
@@ -44,7 +46,8 @@ struct Measured {
 struct Rail {
   int index = 0;
   std::vector<int> nodes, ranks;
-  std::string net_devices;
+  std::vector<std::string> devices;  // UCX_NET_DEVICES per position ("" = UCX's choice)
+  std::string net_devices;           // what they were, for the record (fabric::describe_devices)
   int position_of(int rank) const {
     const auto it = std::find(ranks.begin(), ranks.end(), rank);
     return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
@@ -207,14 +210,19 @@ class LinkscanRun {
     const bool initiator = me < partner;
     const double f = factor(rail.nodes[static_cast<std::size_t>(me)],
                             rail.nodes[static_cast<std::size_t>(partner)]);
-    const double bytes = static_cast<double>(cfg_.bytes) * cfg_.window;
+    const double bytes =
+        static_cast<double>(cfg_.bytes) * cfg_.window * (cfg_.bidirectional ? 2 : 1);
     link_.connect(peer);
     for (int i = -cfg_.warmup; i < cfg_.reps; ++i) {
-      if (!initiator) {
+      double t = 0;
+      if (cfg_.bidirectional) {
+        t = link_.window_both(peer, initiator);
+      } else if (initiator) {
+        t = link_.window_send(peer);
+      } else {
         link_.window_recv(peer);
-        continue;
       }
-      double t = link_.window_send(peer);
+      if (!initiator) continue;
       if (f > 1) {
         std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * t));
         t *= f;
@@ -251,9 +259,13 @@ class LinkscanRun {
   bool shared_cores_ = false;
 };
 
-// The rails: one per local rank (auto), local rank 0 only (first), or one per UCX device given.
-std::vector<Rail> plan_rails(const Context& ctx, const LinkscanConfig& cfg) {
+// The rails: one per local rank (auto: each rank on the RDMA device nearest it), local rank 0
+// only (first), or one per UCX device given. Collective (auto gathers every rank's device).
+std::vector<Rail> plan_rails(const Context& ctx, const RankInfo& self, const LinkscanConfig& cfg) {
   const auto& layout = ctx.layout();
+  const std::vector<std::string> nearest =
+      cfg.rails == "auto" ? allgather_strings(ctx.world(), fabric::ucx_device_of(self.nic))
+                          : std::vector<std::string>{};
   int locals = 0;
   for (int l : layout.local_rank_of_rank) locals = std::max(locals, l + 1);
   std::vector<std::string> devices;
@@ -276,6 +288,7 @@ std::vector<Rail> plan_rails(const Context& ctx, const LinkscanConfig& cfg) {
     Rail& rail = rails[static_cast<std::size_t>(l)];
     rail.nodes.push_back(layout.node_of_rank[r]);
     rail.ranks.push_back(static_cast<int>(r));
+    rail.devices.push_back(!nearest.empty() ? nearest[r] : rail.net_devices);
   }
   for (Rail& rail : rails) {
     std::vector<std::size_t> order(rail.nodes.size());
@@ -283,12 +296,16 @@ std::vector<Rail> plan_rails(const Context& ctx, const LinkscanConfig& cfg) {
     std::sort(order.begin(), order.end(),
               [&](std::size_t x, std::size_t y) { return rail.nodes[x] < rail.nodes[y]; });
     std::vector<int> nodes, ranks;
+    std::vector<std::string> used;
     for (std::size_t i : order) {
       nodes.push_back(rail.nodes[i]);
       ranks.push_back(rail.ranks[i]);
+      used.push_back(rail.devices[i]);
     }
     rail.nodes = std::move(nodes);
     rail.ranks = std::move(ranks);
+    rail.devices = std::move(used);
+    rail.net_devices = fabric::describe_devices(rail.nodes, rail.devices);
   }
   return rails;
 }
@@ -299,13 +316,14 @@ void run_linkscan(PhaseEnv& env) {
   const LinkscanConfig& cfg = env.config.linkscan;
   const Context& ctx = env.ctx;
   env.watchdog.step("linkscan: prepare");
-  const std::vector<Rail> rails = plan_rails(ctx, cfg);
+  const std::vector<Rail> rails = plan_rails(ctx, env.self, cfg);
   fabric::LinkOptions options;
   options.bytes = cfg.bytes;
   options.window = cfg.window;
   options.lat_bytes = cfg.lat_bytes;
   for (const Rail& rail : rails) {
-    if (rail.position_of(ctx.rank()) >= 0) options.net_devices = rail.net_devices;
+    const int position = rail.position_of(ctx.rank());
+    if (position >= 0) options.net_devices = rail.devices[static_cast<std::size_t>(position)];
   }
   refuse_unreachable_steps(env, "linkscan", 2 * static_cast<long>(rails.size()),
                            "two per rail: the scan, then the retests");
@@ -313,7 +331,10 @@ void run_linkscan(PhaseEnv& env) {
   std::unique_ptr<fabric::Link> link = cfg.transport == "ucx"
                                            ? fabric::make_ucx_link(ctx.world(), options)
                                            : fabric::make_mpi_link(ctx.world(), options);
-  int shared = ctx.host_local_size() > static_cast<int>(std::thread::hardware_concurrency());
+  // One pair at a time when asked, or (auto) when some host runs more ranks than CPUs.
+  int shared = cfg.concurrent == "false" ||
+               (cfg.concurrent == "auto" &&
+                ctx.host_local_size() > static_cast<int>(std::thread::hardware_concurrency()));
   SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, ctx.world()));
   env.recorder.write([&](RunWriter& w) {
     namespace l = schema::linkscan;
@@ -332,6 +353,7 @@ void run_linkscan(PhaseEnv& env) {
       w.set_attr(g, l::kAttrLatFactor, cfg.lat_factor);
       w.set_attr(g, l::kAttrRails, cfg.rails);
       w.set_attr(g, l::kAttrConcurrent, static_cast<std::int64_t>(shared == 0 ? 1 : 0));
+      w.set_attr(g, l::kAttrBidirectional, static_cast<std::int64_t>(cfg.bidirectional ? 1 : 0));
     });
   });
   Progress progress("linkscan", 2 * static_cast<long>(rails.size()), env.progress);

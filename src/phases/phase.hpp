@@ -11,12 +11,14 @@
 #include "runtime/inject.hpp"
 #include "runtime/progress.hpp"
 #include "runtime/watchdog.hpp"
+#include "topology/rank_info.hpp"
 
 namespace shakedown {
 
 // What every phase gets. The Context is the one way to reach communicators and placement.
 struct PhaseEnv {
   Context& ctx;
+  const RankInfo& self;  // where this rank runs (discovered before the phases)
   const Config& config;
   Recorder& recorder;
   Watchdog& watchdog;

@@ -258,7 +258,10 @@ constexpr AttrSpec kAttrs[] = {
      "... or above this factor times its lowest latency"},
     {kLinkscanGroup, linkscan::kAttrRails, "string", "auto, first or the UCX devices given"},
     {kLinkscanGroup, linkscan::kAttrConcurrent, "int64",
-     "1: a round's pairs ran at once; 0: one after another (a host ran more ranks than CPUs)"},
+     "1: a round's pairs ran at once; 0: one after another (linkscan.concurrent false, or auto "
+     "and a host ran more ranks than CPUs)"},
+    {kLinkscanGroup, linkscan::kAttrBidirectional, "int64",
+     "1: both ends sent at once and bw_GBps counts both directions; 0: one way"},
     {kLinkscanRailTemplate, linkscan::kAttrRail, "int64", "the local rank whose NIC it is"},
     {kLinkscanRailTemplate, linkscan::kAttrNetDevices, "string",
      "UCX_NET_DEVICES of its ranks (\"\": UCX's choice)"},

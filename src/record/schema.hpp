@@ -612,6 +612,7 @@ inline constexpr const char* kAttrBwFraction = "bw_fraction";
 inline constexpr const char* kAttrLatFactor = "lat_factor";
 inline constexpr const char* kAttrRails = "rails";
 inline constexpr const char* kAttrConcurrent = "concurrent";
+inline constexpr const char* kAttrBidirectional = "bidirectional";
 // Attributes of /linkscan/<rail>.
 inline constexpr const char* kAttrRail = "rail";
 inline constexpr const char* kAttrNetDevices = "net_devices";

@@ -1,5 +1,6 @@
 #include "runtime/mpi.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -199,8 +200,10 @@ void idle_barrier(MPI_Comm comm) {
   SD_MPI_CHECK(MPI_Ibarrier(comm, &request));
   int done = 0;
   SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+  std::chrono::microseconds pause(50);
   while (done == 0) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
     SD_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
   }
 }

@@ -73,8 +73,9 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& min
 // `root`'s value ends up on every rank.
 std::string bcast_string(MPI_Comm comm, int root, std::string value);
 
-// A barrier whose waiting ranks sleep between polls (100 us): MPI_Barrier spins, and on shared
-// cores a spinning waiter slows the rank being measured.
+// A barrier whose waiting ranks sleep between polls (50 us, doubling to 2 ms): MPI_Barrier
+// spins, and on shared cores a spinning waiter slows the rank being measured; so do frequent
+// wake-ups (four waiters polling every 100 us took a core's time slices from a measured pair).
 void idle_barrier(MPI_Comm comm);
 
 }  // namespace shakedown

@@ -72,11 +72,14 @@ if grep -E "is slow with every partner|^    node [0-9]+ \(host [^)]*\): convicte
   fail "a node was convicted for a slow link"
 fi
 
-# 6 nodes over loopback TCP (UCX_TLS): the transport recorded is tcp; random rounds, seeded.
+# 6 nodes over loopback TCP (UCX_TLS): the transport recorded is tcp; random rounds, seeded;
+# both directions at once.
 UCX_TLS=tcp,self "$MPIRUN" -n 6 -x UCX_TLS "$SHAKEDOWN" run --virtual-nodes 6 "${small[@]}" \
   --set linkscan.schedule=random --set linkscan.rounds=4 --set linkscan.seed=7 \
-  --out "$TMP/d.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+  --set linkscan.bidirectional=true --out "$TMP/d.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 0 $? "6 virtual nodes over UCX tcp"
+expect_in "$TMP/stdout" "^linkscan \(ucx, random; 256 KiB x 8 in flight each way, 3 window\(s\) per pair; GB/s both directions together" "bidirectional title"
+h5dump -a /linkscan/bidirectional "$TMP/d.h5" | grep -q "(0): 1" || fail "bidirectional is recorded"
 "$SHAKEDOWN" summary --detail "$TMP/d.h5" >"$TMP/detail"
 expect_in "$TMP/detail" "over tcp/" "tcp recorded"
 expect_in "$TMP/detail" "\[PASS\] linkscan.transport: every pair of a rail used the same transport \(tcp/" "transport check"
@@ -88,6 +91,12 @@ h5dump -a /linkscan/seed "$TMP/d.h5" | grep -q "(0): 7" || fail "the seed is rec
 expect_rc 0 $? "transport mpi"
 expect_in "$TMP/stdout" "^linkscan \(mpi, all_pairs" "mpi title"
 expect_in "$TMP/stdout" "rail 0: 3 pair\(s\) of 3 nodes" "3 nodes: 3 pairs"
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set linkscan.transport=mpi \
+  --set linkscan.bidirectional=true --set linkscan.concurrent=false --out "$TMP/e2.h5" \
+  >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "transport mpi, both directions"
+expect_in "$TMP/stdout" "rail 0: 1 pair\(s\) of 2 nodes, best [0-9.e+]+ GB/s" "mpi bidirectional pair measured"
+expect_in "$TMP/stdout" "each way, 3 window\(s\) and 50 round trips per pair, one pair at a time" "one pair at a time said"
 
 # One node: nothing to pair, said so.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --out "$TMP/f.h5" >"$TMP/stdout" 2>"$TMP/stderr"

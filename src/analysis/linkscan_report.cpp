@@ -336,6 +336,35 @@ std::string linkscan_title(const LinkscanFindings& lf) {
          ", median)";
 }
 
+std::vector<double> linkscan_matrix(const LinkscanRail& r) {
+  const std::size_t n = r.nodes.size();
+  std::vector<double> m(n * n, std::nan(""));
+  for (const LinkscanPair& p : r.pairs) {
+    if (p.pass != 1) continue;
+    const auto a = static_cast<std::size_t>(p.pair.a), b = static_cast<std::size_t>(p.pair.b);
+    if (a < n && b < n) m[a * n + b] = m[b * n + a] = p.bw_median;
+  }
+  return m;
+}
+
+std::vector<std::string> linkscan_outcomes(const LinkscanRail& r, const RunFacts& facts) {
+  std::vector<std::string> out;
+  for (const auto& f : r.localisation.nodes) {
+    std::string line = facts.node_name(r.nodes[static_cast<std::size_t>(f.node)]) + ": " +
+                       fabric::outcome_name(f.outcome);
+    if (!f.failed_with.empty()) line += "; slow with " + partners_text(r, f.failed_with, facts);
+    if (!f.passed_with.empty()) line += "; fine with " + partners_text(r, f.passed_with, facts);
+    if (!f.why.empty()) line += " (" + f.why + ")";
+    out.push_back(std::move(line));
+  }
+  for (const auto& f : r.localisation.links) {
+    out.push_back("link " + facts.node_name(r.nodes[static_cast<std::size_t>(f.pair.a)]) + " - " +
+                  facts.node_name(r.nodes[static_cast<std::size_t>(f.pair.b)]) + ": " +
+                  fabric::outcome_name(f.outcome) + (f.why.empty() ? "" : " (" + f.why + ")"));
+  }
+  return out;
+}
+
 std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, bool detail) {
   if (!lf.ran) return "";
   std::ostringstream os;
@@ -362,13 +391,7 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
     os << '\n';
     const std::size_t n = r.nodes.size();
     if (n <= 16 && (detail || n <= 8 || !r.suspects.nodes.empty() || !r.suspects.links.empty())) {
-      // The node x node matrix of first-pass medians (symmetric: a pair is tested once).
-      std::vector<double> m(n * n, std::nan(""));
-      for (const LinkscanPair& p : r.pairs) {
-        if (p.pass != 1) continue;
-        const auto a = static_cast<std::size_t>(p.pair.a), b = static_cast<std::size_t>(p.pair.b);
-        m[a * n + b] = m[b * n + a] = p.bw_median;
-      }
+      const std::vector<double> m = linkscan_matrix(r);
       os << "    node ";
       for (std::size_t b = 0; b < n; ++b) {
         char head[16];
@@ -389,19 +412,7 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
         os << '\n';
       }
     }
-    for (const auto& f : r.localisation.nodes) {
-      os << "    " << facts.node_name(r.nodes[static_cast<std::size_t>(f.node)]) << ": "
-         << fabric::outcome_name(f.outcome);
-      if (!f.failed_with.empty()) os << "; slow with " << partners_text(r, f.failed_with, facts);
-      if (!f.passed_with.empty()) os << "; fine with " << partners_text(r, f.passed_with, facts);
-      if (!f.why.empty()) os << " (" << f.why << ")";
-      os << '\n';
-    }
-    for (const auto& f : r.localisation.links) {
-      os << "    link " << facts.node_name(r.nodes[static_cast<std::size_t>(f.pair.a)]) << " - "
-         << facts.node_name(r.nodes[static_cast<std::size_t>(f.pair.b)]) << ": "
-         << fabric::outcome_name(f.outcome) << (f.why.empty() ? "" : " (" + f.why + ")") << '\n';
-    }
+    for (const std::string& line : linkscan_outcomes(r, facts)) os << "    " << line << '\n';
     if (detail) {
       for (const LinkscanPair& p : r.pairs) {
         os << "    " << (p.pass == 1 ? "scan  " : "retest") << " round " << p.round << "  node "

@@ -56,6 +56,12 @@ struct LinkscanFindings {
 LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts);
 // "linkscan (ucx, all_pairs; 1 MiB x 32 in flight, 3 windows per pair)"
 std::string linkscan_title(const LinkscanFindings& findings);
+// A rail's node x node matrix of first-pass medians, GB/s, row-major by scan position
+// (symmetric: a pair is tested once; NaN on the diagonal and for pairs not tested).
+std::vector<double> linkscan_matrix(const LinkscanRail& rail);
+// One line per suspect node and link with its outcome and evidence ("node 3 (host b07):
+// convicted; slow with ...").
+std::vector<std::string> linkscan_outcomes(const LinkscanRail& rail, const RunFacts& facts);
 // The summary block ("" without /linkscan): per rail the pair bandwidth matrix (up to 16 nodes),
 // the convicted and unresolved suspects with their evidence; `detail` adds every pair.
 std::string format_linkscan(const LinkscanFindings& findings, const RunFacts& facts, bool detail);

@@ -65,6 +65,20 @@ expect_in "$TMP/cmp.html" "REGRESSED: [1-9][0-9]* place\(s\) slower" "the page's
 expect_in "$TMP/cmp.html" "rank 1 \(host [^,]+, node 0\): gemm against its run(&apos;|')s other ranks" "the slowed rank in the page"
 check_html "the report with a baseline" "$TMP/cmp.html" "$TMP/cmp.png" checks compare gemm run
 
+# The link scan's page: 6 virtual nodes, node 2 slowed; the rail's node x node heatmap and the
+# conviction with its evidence.
+"$MPIRUN" -n 6 "$SHAKEDOWN" run --virtual-nodes 6 --phases linkscan --set linkscan.bytes=256KiB \
+  --set linkscan.window=8 --set linkscan.reps=3 --set linkscan.lat_iters=50 \
+  --set linkscan.bw_fraction=0.25 --set linkscan.lat_factor=20 \
+  --inject slow:node=2,phase=linkscan,factor=10 --report html --out "$TMP/links.h5" >"$TMP/out" 2>&1
+rc=$?
+[[ $rc -eq 0 || $rc -eq 1 ]] || { cat "$TMP/out"; fail "linkscan run with --report html: exit $rc"; }
+expect_in "$TMP/links.html" "<h3>rail 0: 15 pairs of 6 nodes, best [0-9.e+]+ GB/s</h3>" "the rail's heading"
+[[ $(grep -o '<td style="background:rgb(255,[0-9]*,[0-9]*)" title="node [0-9] - node [0-9]: [0-9.e+]* GB/s">' "$TMP/links.html" | wc -l) -eq 30 ]] ||
+  fail "the heatmap does not hold 30 shaded cells (15 pairs, both halves)"
+expect_in "$TMP/links.html" "<li>node 2 \(host [^)]*\): convicted; slow with " "the convicted node under the matrix"
+check_html "the link scan's report" "$TMP/links.html" "$TMP/links.png" checks links run
+
 # Mistakes: a baseline that is not a run (exit 2 before anything is measured), -o over the
 # run file, a file that is not there.
 echo "not hdf5" >"$TMP/junk.h5"

@@ -759,10 +759,90 @@ void devices_section(Page& p, const RunAnalysis& a) {
   p.html << "</section>\n";
 }
 
-void links_section(Page& p, const RunFile& file) {
+// The link scan per rail: the node x node matrix of first-pass medians as a heatmap table, each
+// cell shaded by its share of the rail's best pair (figures in the cells up to 32 nodes, in each
+// cell's tooltip up to 128), and each node's median pair as a bar (all a page can hold beyond 128
+// nodes). Then the suspects' outcomes with their evidence.
+void links_section(Page& p, const RunAnalysis& a) {
+  const LinkscanFindings& lf = a.linkscan;
   p.html << "<section id=\"links\"><h2>Links</h2>\n";
-  if (!file.has("/linkscan")) {
-    p.html << "<p>No link scan in this run: the link matrix appears when one has run.</p>\n";
+  if (!lf.ran) {
+    p.html << "<p>No link scan in this run: the link matrix appears when one has run.</p>\n"
+              "</section>\n";
+    return;
+  }
+  p.html << "<p>" << markup_escape(linkscan_title(lf)) << ".</p>\n";
+  constexpr std::size_t kNumbersUpTo = 32, kTableUpTo = 128;
+  for (const LinkscanRail& r : lf.rails) {
+    const std::size_t n = r.nodes.size();
+    p.html << "<h3>rail " << r.rail
+           << (r.net_devices.empty() ? "" : " (" + markup_escape(r.net_devices) + ")");
+    if (r.scanned == 0) {
+      p.html << ": not scanned</h3>\n<p>" << markup_escape(r.skipped) << "</p>\n";
+      continue;
+    }
+    const double best = r.reference.best_bw_GBps;
+    p.html << ": " << r.scanned << " pairs of " << n << " nodes, best " << general_text(best, 3)
+           << " GB/s</h3>\n";
+    const std::vector<double> m = linkscan_matrix(r);
+    const auto shade = [&](double v) {
+      // The best pair white; the slower, the redder.
+      return static_cast<int>(std::clamp(255.0 * v / best, 0.0, 255.0));
+    };
+    if (n <= kTableUpTo) {
+      p.html << "<p class=\"note\">GB/s, median of each pair's windows; row and column: node. "
+             << (n > kNumbersUpTo ? "Hover a cell for its figure. " : "")
+             << "White: the best pair; the redder, the slower.</p>\n"
+                "<table class=\"heatmap"
+             << (n > kNumbersUpTo ? " dense" : "") << "\"><thead><tr><th></th>";
+      for (std::size_t b = 0; b < n; ++b) p.html << "<th>" << r.nodes[b] << "</th>";
+      p.html << "</tr></thead><tbody>\n";
+      for (std::size_t i = 0; i < n; ++i) {
+        p.html << "<tr><th>" << r.nodes[i] << "</th>";
+        for (std::size_t j = 0; j < n; ++j) {
+          const double v = m[i * n + j];
+          if (std::isnan(v)) {
+            p.html << "<td>" << (i == j ? "" : "-") << "</td>";
+            continue;
+          }
+          const int c = shade(v);
+          p.html << "<td style=\"background:rgb(255," << c << "," << c << ")\" title=\"node "
+                 << r.nodes[i] << " - node " << r.nodes[j] << ": " << general_text(v, 3)
+                 << " GB/s\">" << (n <= kNumbersUpTo ? general_text(v, 3) : "") << "</td>";
+        }
+        p.html << "</tr>\n";
+      }
+      p.html << "</tbody></table>\n";
+    } else {
+      p.html << "<p class=\"note\">" << n << " nodes: too many for a table; the bars below show "
+             << "each node, and `shakedown summary --detail` lists every pair.</p>\n";
+    }
+    // Each node's median over its pairs of the scan: a slow node is a short bar.
+    Json labels = Json::array(), values = Json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> row;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!std::isnan(m[i * n + j])) row.push_back(m[i * n + j]);
+      }
+      labels.push_back(std::to_string(r.nodes[i]));
+      values.push_back(num(row.empty() ? std::nan("") : median(row)));
+    }
+    p.chart({{"type", "bar"},
+             {"data",
+              {{"labels", std::move(labels)},
+               {"datasets", Json::array({{{"label", "median of the node's pairs, GB/s"},
+                                          {"data", std::move(values)},
+                                          {"backgroundColor", color(0)}}})}}},
+             {"options",
+              {{"scales",
+                {{"x", {{"title", axis_title("node")}}},
+                 {"y", {{"title", axis_title("GB/s")}, {"beginAtZero", true}}}}}}}});
+    const std::vector<std::string> outcomes = linkscan_outcomes(r, a.facts);
+    if (!outcomes.empty()) {
+      p.html << "<ul>\n";
+      for (const std::string& line : outcomes) p.html << "<li>" << markup_escape(line) << "</li>\n";
+      p.html << "</ul>\n";
+    }
   }
   p.html << "</section>\n";
 }
@@ -843,6 +923,8 @@ p.verdict-line.fail{color:#b71c1c;font-weight:bold}p.verdict-line.pass{color:#2e
 p.warn{color:#b26a00}
 nav a{margin-right:12px}
 table.heatmap td{text-align:right;min-width:4em}
+table.heatmap.dense td{min-width:0;width:8px;height:8px;padding:0}
+table.heatmap.dense th{font-size:8px;padding:0 1px}
 )";
 
 }  // namespace
@@ -864,7 +946,7 @@ std::string format_html(const RunFile& file, const RunAnalysis& analysis,
   gemm_section(p, analysis);
   train_section(p, file, analysis);
   checkpoint_section(p, file, analysis);
-  links_section(p, file);
+  links_section(p, analysis);
   facts_section(p, file, analysis);
 
   std::string out;

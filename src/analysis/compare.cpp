@@ -11,6 +11,7 @@
 
 #include "analysis/collectives_data.hpp"
 #include "analysis/compare_stats.hpp"
+#include "analysis/linkscan_report.hpp"
 #include "analysis/number_text.hpp"
 #include "analysis/run_facts.hpp"
 #include "config/load.hpp"
@@ -400,6 +401,81 @@ void compare_checkpoint(const RunFile& fb, const RunFile& fa, Judge& judge, Comp
   }
 }
 
+// The link scan, per rail and node: each node's first-pass windows with all its partners (the
+// time of one window, ms), nodes matched by index and host. A node whose NIC, cable or port got
+// slower shows in most of its pairs; a single link is left to each run's own linkscan.links
+// check (one pair's few windows, corrected over every item, could not reach alpha).
+void compare_linkscan(const RunFile& fb, const RunFile& fa, const RunFacts& facts_b,
+                      const RunFacts& facts_a, Judge& judge, Comparison& c) {
+  const bool hb = fb.has(schema::kLinkscanGroup), ha = fa.has(schema::kLinkscanGroup);
+  if (!hb || !ha) {
+    if (hb) c.only_in_before.push_back("linkscan");
+    if (ha) c.only_in_after.push_back("linkscan");
+    return;
+  }
+  const LinkscanFindings lb = linkscan_findings(fb, facts_b), la = linkscan_findings(fa, facts_a);
+  if (lb.bytes != la.bytes || lb.window != la.window || lb.bidirectional != la.bidirectional ||
+      lb.transport != la.transport) {
+    c.not_compared.push_back("linkscan (the runs moved other windows: " +
+                             format_size(static_cast<std::uint64_t>(lb.bytes)) + " x " +
+                             std::to_string(lb.window) + " over " + lb.transport + " -> " +
+                             format_size(static_cast<std::uint64_t>(la.bytes)) + " x " +
+                             std::to_string(la.window) + " over " + la.transport + ")");
+    return;
+  }
+  // Per node name, the ms of every first-pass window of its pairs.
+  const auto windows = [](const LinkscanFindings& lf, const LinkscanRail& r,
+                          const RunFacts& facts) {
+    const double bytes = lf.bytes * lf.window * (lf.bidirectional ? 2 : 1);
+    std::map<std::string, std::vector<double>> out;
+    for (const LinkscanPair& p : r.pairs) {
+      if (p.pass != 1) continue;
+      for (int end : {p.pair.a, p.pair.b}) {
+        std::vector<double>& v = out[facts.node_name(r.nodes[static_cast<std::size_t>(end)])];
+        for (double bw : p.bw_GBps) {
+          if (bw > 0) v.push_back(bytes / (bw * 1e9) * 1e3);
+        }
+      }
+    }
+    return out;
+  };
+  for (const LinkscanRail& rb : lb.rails) {
+    const auto other = std::find_if(la.rails.begin(), la.rails.end(),
+                                    [&](const LinkscanRail& r) { return r.rail == rb.rail; });
+    const std::string rail = "rail " + std::to_string(rb.rail);
+    if (other == la.rails.end()) {
+      c.only_in_before.push_back("linkscan " + rail);
+      continue;
+    }
+    const auto before = windows(lb, rb, facts_b), after = windows(la, *other, facts_a);
+    for (const auto& [node, samples] : before) {
+      const auto match = after.find(node);
+      if (match == after.end()) {
+        c.only_in_before.push_back("linkscan " + rail + " " + node);
+        continue;
+      }
+      CompareItem item;
+      item.phase = "linkscan";
+      item.what = rail + " window with every partner";
+      item.where = node;
+      item.label = rail;
+      item.group = node + ": linkscan";
+      item.unit = "ms";
+      judge(item, samples, match->second);
+      c.items.push_back(item);
+    }
+    for (const auto& [node, samples] : after) {
+      if (before.count(node) == 0) c.only_in_after.push_back("linkscan " + rail + " " + node);
+    }
+  }
+  for (const LinkscanRail& ra : la.rails) {
+    if (std::none_of(lb.rails.begin(), lb.rails.end(),
+                     [&](const LinkscanRail& r) { return r.rail == ra.rail; })) {
+      c.only_in_after.push_back("linkscan rail " + std::to_string(ra.rail));
+    }
+  }
+}
+
 std::string pct(double ratio) {
   return fixed_text(100 * std::fabs(ratio - 1), ratio >= 0.9995 && ratio < 1.1 ? 1 : 0) + "%";
 }
@@ -500,17 +576,17 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   compare_gemm(before, after, judge, c);
   compare_train(before, after, judge, c);
   compare_checkpoint(before, after, judge, c);
-  if (before.has("/linkscan") || after.has("/linkscan")) {
-    c.not_compared.push_back("linkscan (not compared by this version)");
-  }
+  compare_linkscan(before, after, facts, after_facts, judge, c);
   if (before.has(schema::kDevicesGroup) || after.has(schema::kDevicesGroup)) {
     c.not_compared.push_back(
         "devices (not compared by this version: each run's devices.* checks judge it)");
   }
   if (c.items.empty()) {
-    throw UsageError("compare: " + c.before_path + " and " + c.after_path +
-                     " have no measurement in common (collectives sizes, GEMM shapes, train "
-                     "steps or checkpoint layout)");
+    throw UsageError(
+        "compare: " + c.before_path + " and " + c.after_path +
+        " have no measurement in common (collectives sizes, GEMM shapes, train "
+        "steps, checkpoint layout or link-scan nodes)" +
+        (c.not_compared.empty() ? "" : "; not compared: " + join(c.not_compared, "; ")));
   }
   for (const CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) {

@@ -17,6 +17,9 @@
 //    run's median rank;
 //  - checkpoint: per layout, each iteration's aggregate write and restore time (IOR's timing:
 //    latest end - earliest start on aligned clocks).
+//  - linkscan: per rail and node (matched by index and host), the time of each first-pass
+//    window with all its partners; a node whose NIC, cable or port got slower is named (a single
+//    link is left to each run's own linkscan.links check).
 // An item whose samples are too few for the exact test ever to reach alpha is "not judged", with
 // its counts (3 checkpoints against 3: the smallest two-sided p is 0.1). When either file was
 // written by a sanitizer build, absolute times (every item but a rank against its run's median)
@@ -41,7 +44,7 @@ struct CompareOptions {
 inline constexpr const char* kRelativeUnit = "x median";
 
 struct CompareItem {
-  std::string phase;  // collectives | gemm | train | checkpoint
+  std::string phase;  // collectives | gemm | train | checkpoint | linkscan
   std::string what;   // "world all_reduce float32_sum out_of_place", "256x768x256"
   std::string size;   // "1 MiB" (collectives), "" otherwise
   std::string where;  // "" (the whole run), "node 1 (host vm)", "rank 2 (host vm, local 0)"

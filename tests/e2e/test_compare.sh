@@ -96,6 +96,17 @@ fi
 expect_in "$TMP/out" "! config collectives.sizes: .* -> " "the differing key said"
 expect_in "$TMP/out" "^only in after: [0-9]+ \(collectives [a-z_0-9]+ all_reduce float32_sum [a-z_]+ 1 MiB" "sizes only the run measured"
 
+# Two link scans of 4 virtual nodes: each node's windows compared (on shared cores absolute
+# times are not judged, and say so).
+ls=(--virtual-nodes 4 --phases linkscan --set linkscan.bytes=64KiB --set linkscan.window=4
+    --set linkscan.reps=3 --set linkscan.lat_iters=20)
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${ls[@]}" --out "$TMP/lbase.h5" >/dev/null 2>&1
+"$MPIRUN" -n 4 "$SHAKEDOWN" run "${ls[@]}" --out "$TMP/lrun.h5" >/dev/null 2>&1
+"$SHAKEDOWN" compare "$TMP/lbase.h5" "$TMP/lrun.h5" --detail >"$TMP/out" 2>&1
+expect_rc 0 $? "two link scans"
+[[ $(grep -cE "^  linkscan rail 0 window with every partner node [0-3] \(host [^)]*\): not judged \(9 and 9 samples: absolute time with ranks sharing cores\)" "$TMP/out") -eq 4 ]] ||
+  { cat "$TMP/out"; fail "each of the 4 nodes compared on its 3 partners' windows"; }
+
 # Not a run file: exit 2 naming it.
 echo "not hdf5" >"$TMP/junk.h5"
 "$SHAKEDOWN" compare "$TMP/base.h5" "$TMP/junk.h5" >"$TMP/out" 2>&1

@@ -5,12 +5,12 @@
 # shakedown runs 2 ranks as 2 virtual nodes (one pair, over the transport UCX picks between two
 # processes of one host: shared memory), ucx_perftest a server and a client on loopback. Each
 # repetition runs ucx_perftest then shakedown, so drift hits both; figures are medians over the
-# repetitions. Targets: bandwidth shakedown / ucx_perftest >= 0.9, latency <= 1.1 (a benchmark:
+# repetitions. Both tools' two ends are pinned to the same two CPUs. Targets: bandwidth shakedown / ucx_perftest >= 0.9, latency <= 1.1 (a benchmark:
 # the script exits 0 either way).
 #
 #   bench/bench_linkscan.sh [BUILD_DIR]   (default build-release)
 #
-# Environment: LS_BYTES (1048576), LS_WINDOW (32), LS_REPS (5 repetitions), LS_ITERS (200
+# Environment: LS_BYTES (1048576), LS_WINDOW (32), LS_REPS (5 repetitions), LS_ITERS (2000
 # windows per ucx_perftest run; shakedown times linkscan.reps=20 windows), LS_LAT_ITERS (20000).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ build=${1:-build-release}
 bytes=${LS_BYTES:-1048576}
 window=${LS_WINDOW:-32}
 reps=${LS_REPS:-5}
-iters=${LS_ITERS:-200}
+iters=${LS_ITERS:-2000}
 lat_iters=${LS_LAT_ITERS:-20000}
 command -v ucx_perftest >/dev/null ||
   { echo "bench_linkscan: ucx_perftest not found (bash scripts/install-deps.sh)" >&2; exit 2; }
@@ -27,14 +27,19 @@ command -v ucx_perftest >/dev/null ||
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-linkscan.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 port=$((20000 + RANDOM % 10000))
+# Both pairs on the same two CPUs (the first two this process may use): unpinned, the OS put the
+# two ends on one CPU in some repetitions and not in others, for either tool.
+read -r cpu0 cpu1 < <(taskset -cp $$ | sed 's/.*: //' | tr ',' '\n' |
+  awk -F- '{for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c}' | head -n 2 | paste -sd ' ')
+[[ -n "$cpu1" ]] || { echo "bench_linkscan: needs two CPUs" >&2; exit 2; }
 
 # ucx_perftest TEST SIZE ITERS [WINDOW] -> its "Final:" line (server and client on loopback).
 perftest() {
   local test=$1 size=$2 n=$3 window=${4:-}
-  ucx_perftest -p "$port" >"$tmp/server" 2>&1 &
+  taskset -c "$cpu0" ucx_perftest -p "$port" >"$tmp/server" 2>&1 &
   local server=$!
   sleep 0.5
-  ucx_perftest 127.0.0.1 -p "$port" -t "$test" -s "$size" -n "$n" ${window:+-O "$window"} 2>&1 |
+  taskset -c "$cpu1" ucx_perftest 127.0.0.1 -p "$port" -t "$test" -s "$size" -n "$n" ${window:+-O "$window"} 2>&1 |
     awk '/^Final:/ {print}'
   wait "$server" || true
 }
@@ -44,7 +49,8 @@ for ((i = 1; i <= reps; i++)); do
   # Final: iters p50_us avg_us overall_us MB/s_avg MB/s_overall rate_avg rate_overall
   pt_bw+=("$(perftest tag_bw "$bytes" "$iters" "$window" | awk '{printf "%.3f\n", $6 * 1048576 / 1e9}')")
   pt_lat+=("$(perftest tag_lat 8 "$lat_iters" | awk '{printf "%.3f\n", $3}')")
-  "$root/scripts/mpirun-local.sh" -n 2 "$build/shakedown" run --virtual-nodes 2 --phases linkscan \
+  "$root/scripts/mpirun-local.sh" -n 2 bash -c 'exec taskset -c "$(("$OMPI_COMM_WORLD_RANK" ? '"$cpu1"' : '"$cpu0"'))" "$@"' _ \
+    "$build/shakedown" run --virtual-nodes 2 --phases linkscan \
     --set "linkscan.bytes=$bytes" --set "linkscan.window=$window" --set linkscan.reps=20 \
     --set linkscan.warmup=3 --set "linkscan.lat_iters=$lat_iters" --set linkscan.lat_bytes=8 \
     --out "$tmp/run$i.h5" >"$tmp/out$i" 2>&1 ||

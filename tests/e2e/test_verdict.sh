@@ -82,7 +82,10 @@ expect_rc 1 $rc "every size out of memory"
 expect_in "$TMP/huge" "\[FAIL\] collectives.coverage: nothing measured: every size was skipped \([0-9]+ sizes? out of memory on at least one rank\)" "out of memory named"
 
 # ---- a CPU run held to h100-sxm fails, naming the figure and how far below it is ------------
-"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,collectives --set collectives.sizes=1G \
+# (A sanitizer build's busbw is not held to the figure: there a small size shows the mismatch.)
+big=1G
+((sanitized)) && big=64K
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,collectives --set collectives.sizes=$big \
   --set collectives.ops=[all_reduce] --set collectives.scopes=[world] --set collectives.iters=1 \
   --set collectives.warmup=0 --set collectives.in_place=no --set collectives.validate=off \
   --set checks.platform=h100-sxm --out "$TMP/h100.h5" >"$TMP/h100" 2>&1

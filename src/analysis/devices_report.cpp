@@ -273,7 +273,8 @@ void gpu_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<Fi
     f.message = facts.rank_name(static_cast<int>(r)) + ": its GPU's PCIe link ran at " +
                 general_text(cur, 3) + " GT/s x" + fixed_text(cw, 0) + " while copying, of " +
                 general_text(max, 3) + " GT/s x" + fixed_text(mw, 0) +
-                ": a link trained down (reseat the GPU or riser, check the slot)";
+                " (the most the GPU and its slot's port both support): a link trained down "
+                "(reseat the GPU or riser, check the slot)";
     out.push_back(f);
   }
   if (below == 0) {

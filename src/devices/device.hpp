@@ -23,9 +23,14 @@ struct MemoryTest {
 struct LinkState {
   std::string device;  // "GPU 0000:19:00.0"
   double current_gts = std::numeric_limits<double>::quiet_NaN();
+  // The most the link can train to: the lower of the device's own maximum and its upstream
+  // port's (a Gen5 GPU in a Gen4 slot trains at Gen4 by design, not as a fault).
   double max_gts = std::numeric_limits<double>::quiet_NaN();
   double current_width = std::numeric_limits<double>::quiet_NaN();
   double max_width = std::numeric_limits<double>::quiet_NaN();
+  double device_max_gts = std::numeric_limits<double>::quiet_NaN();  // the device's own
+  double device_max_width = std::numeric_limits<double>::quiet_NaN();
+  std::string upstream;  // the upstream port's bus id ("" none: a root-complex device)
 };
 
 class Device {
@@ -66,8 +71,9 @@ std::unique_ptr<Device> make_host_device(std::uint64_t array_bytes, std::uint64_
 // when the build has no CUDA or the device cannot be used.
 std::unique_ptr<Device> make_cuda_device(int device, std::uint64_t bytes, std::uint64_t copy_bytes);
 
-// A PCIe device's link from sysfs (<root>/sys/bus/pci/devices/<bus_id>/current_link_speed ...):
-// fields left NaN when unreadable.
+// A PCIe device's link from sysfs (<root>/sys/bus/pci/devices/<bus_id>/current_link_speed ...),
+// its maximum held to its upstream port's (the parent folder of the device's sysfs folder, when
+// that is a PCI device with link files): fields left NaN when unreadable.
 LinkState read_pcie_link(const std::string& root, const std::string& bus_id,
                          const std::string& label);
 

@@ -1,8 +1,10 @@
 // The devices phase's CPU path: this rank's share of host memory bandwidth (STREAM's copy and
 // triad over arrays well beyond the caches, threads on the rank's own cores) and copies from the
 // node's other ranks' memory through an MPI shared-memory window.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -205,9 +207,24 @@ LinkState read_pcie_link(const std::string& root, const std::string& bus_id,
   const std::string dir = root + "/sys/bus/pci/devices/" + bus_id + "/";
   // "32.0 GT/s PCIe" (older kernels: "32 GT/s"); widths are plain numbers.
   s.current_gts = number_or_nan(first_word(dir + "current_link_speed"));
-  s.max_gts = number_or_nan(first_word(dir + "max_link_speed"));
+  s.device_max_gts = number_or_nan(first_word(dir + "max_link_speed"));
   s.current_width = number_or_nan(first_word(dir + "current_link_width"));
-  s.max_width = number_or_nan(first_word(dir + "max_link_width"));
+  s.device_max_width = number_or_nan(first_word(dir + "max_link_width"));
+  s.max_gts = s.device_max_gts;
+  s.max_width = s.device_max_width;
+  // The device folder is a link into /sys/devices/pci<domain>/<port>/.../<bus_id>: its parent is
+  // the port the link trains with.
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
+  if (ec) return s;
+  const std::filesystem::path port = real.parent_path();
+  const std::string up = (port / "max_link_speed").string();
+  const double up_gts = number_or_nan(first_word(up));
+  const double up_width = number_or_nan(first_word((port / "max_link_width").string()));
+  if (std::isnan(up_gts) && std::isnan(up_width)) return s;
+  s.upstream = port.filename().string();
+  if (up_gts < s.max_gts) s.max_gts = up_gts;
+  if (up_width < s.max_width) s.max_width = up_width;
   return s;
 }
 

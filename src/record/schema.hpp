@@ -535,12 +535,14 @@ inline constexpr Dataset<double> kPcieCurrentGTs{
     {kDevicesGroup, "pcie_current_GTs", Elem::kFloat64, "world", "GT/s",
      "the GPU's PCIe link speed read while it copied (NaN: not read)", false}};
 inline constexpr Dataset<double> kPcieMaxGTs{
-    {kDevicesGroup, "pcie_max_GTs", Elem::kFloat64, "world", "GT/s", "its maximum speed", false}};
+    {kDevicesGroup, "pcie_max_GTs", Elem::kFloat64, "world", "GT/s",
+     "the most it can train to: the lower of its own and its upstream port's maximum", false}};
 inline constexpr Dataset<double> kPcieCurrentWidth{{kDevicesGroup, "pcie_current_width",
                                                     Elem::kFloat64, "world", "lanes",
                                                     "its link width read while it copied", false}};
-inline constexpr Dataset<double> kPcieMaxWidth{{kDevicesGroup, "pcie_max_width", Elem::kFloat64,
-                                                "world", "lanes", "its maximum width", false}};
+inline constexpr Dataset<double> kPcieMaxWidth{
+    {kDevicesGroup, "pcie_max_width", Elem::kFloat64, "world", "lanes",
+     "its maximum width (held to its upstream port's)", false}};
 inline constexpr Dataset<std::int64_t> kNodeRanks{
     {kDevicesNodeTemplate, "ranks", Elem::kInt64, "G", "rank",
      "the rank of each device slot (local rank 0 .. G-1)"}};
@@ -596,8 +598,8 @@ inline constexpr Dataset<double> kBwGBps{
 inline constexpr Dataset<double> kLatUs{
     {kLinkscanRailTemplate, "lat_us", Elem::kFloat64, "P", "us",
      "median half round trip of lat_bytes messages (NaN: failed)", false}};
-inline constexpr Dataset<double> kLatP99Us{{kLinkscanRailTemplate, "lat_p99_us", Elem::kFloat64,
-                                           "P", "us", "its 99th percentile", false}};
+inline constexpr Dataset<double> kLatP99Us{
+    {kLinkscanRailTemplate, "lat_p99_us", Elem::kFloat64, "P", "us", "its 99th percentile", false}};
 // Attributes of /linkscan.
 inline constexpr const char* kAttrTransport = "transport";
 inline constexpr const char* kAttrSchedule = "schedule";

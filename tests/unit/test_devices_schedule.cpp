@@ -103,5 +103,42 @@ TEST(PcieLink, ReadFromSysfsAndUnknownWhenMissing) {
   EXPECT_TRUE(std::isnan(none.current_gts) && std::isnan(none.max_width));
 }
 
+// As the kernel lays it out: /sys/bus/pci/devices/<id> links into /sys/devices/pci0000:00/<port>/
+// <id>, and the port has link files of its own. A Gen5 x16 GPU behind a Gen4 x16 port: its link
+// can reach 16 GT/s x16, no more; below that it trained down.
+TEST(PcieLink, TheMaximumIsTheLowerOfTheDeviceAndItsUpstreamPort) {
+  testing_support::TempDir root;
+  const auto port = root.path() / "sys/devices/pci0000:00/0000:00:01.0";
+  const auto gpu = port / "0000:01:00.0";
+  std::filesystem::create_directories(gpu);
+  std::filesystem::create_directories(root.path() / "sys/bus/pci/devices");
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0",
+                                            root.path() / "sys/bus/pci/devices/0000:01:00.0");
+  std::ofstream(port / "max_link_speed") << "16.0 GT/s PCIe\n";
+  std::ofstream(port / "max_link_width") << "16\n";
+  std::ofstream(gpu / "current_link_speed") << "16.0 GT/s PCIe\n";
+  std::ofstream(gpu / "max_link_speed") << "32.0 GT/s PCIe\n";
+  std::ofstream(gpu / "current_link_width") << "16\n";
+  std::ofstream(gpu / "max_link_width") << "16\n";
+  const LinkState s = read_pcie_link(root.path().string(), "0000:01:00.0", "GPU");
+  EXPECT_EQ(s.upstream, "0000:00:01.0");
+  EXPECT_EQ(s.device_max_gts, 32.0);
+  EXPECT_EQ(s.max_gts, 16.0);  // what it can train to in this slot
+  EXPECT_EQ(s.current_gts, 16.0);
+  EXPECT_EQ(s.max_width, 16.0);
+  // A port as narrow as x8: the maximum width follows it.
+  std::ofstream(port / "max_link_width") << "8\n";
+  EXPECT_EQ(read_pcie_link(root.path().string(), "0000:01:00.0", "GPU").max_width, 8.0);
+  // A device straight on the root complex (its parent has no link files): its own maximum.
+  const auto root_gpu = root.path() / "sys/devices/pci0000:80/0000:80:00.0";
+  std::filesystem::create_directories(root_gpu);
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:80/0000:80:00.0",
+                                            root.path() / "sys/bus/pci/devices/0000:80:00.0");
+  std::ofstream(root_gpu / "max_link_speed") << "32.0 GT/s PCIe\n";
+  const LinkState alone = read_pcie_link(root.path().string(), "0000:80:00.0", "GPU");
+  EXPECT_EQ(alone.upstream, "");
+  EXPECT_EQ(alone.max_gts, 32.0);
+}
+
 }  // namespace
 }  // namespace shakedown::devices

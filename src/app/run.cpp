@@ -21,6 +21,7 @@
 #include "config/load.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/strings.hpp"
 #include "phases/phase.hpp"
 #include "record/reader.hpp"
@@ -210,6 +211,7 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
       throw RuntimeFault("inject: planted failure at the start of phase " + name);
     }
     find_phase(name)->run(env);
+    release_free_memory();  // what the phase freed, before the next one (core/host.hpp)
     watchdog.barrier(ctx.world(), "after " + name);
   }
   // The verdict comes from the file alone, exactly as `shakedown summary` recomputes it, and is

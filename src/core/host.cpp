@@ -1,5 +1,6 @@
 #include "core/host.hpp"
 
+#include <malloc.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -36,5 +37,7 @@ int cpu_share(int host_ranks) {
   if (online > 0 && static_cast<long>(mine) * ranks <= online) return std::max(1, mine);
   return std::max(1, mine / ranks);
 }
+
+void release_free_memory() { malloc_trim(0); }
 
 }  // namespace shakedown

@@ -140,6 +140,7 @@ RunAnalysis measure(const RunFile& file) {
   a.gemm = gemm_findings(file, a.facts);
   a.train = train_findings(file, a.facts, a.gemm);
   a.checkpoint = checkpoint_findings(file, a.facts);
+  a.telemetry = telemetry_findings(file, a.facts);
   return a;
 }
 
@@ -215,7 +216,7 @@ RunAnalysis analyze(const RunFile& file) {
        {run_checks(a.facts, a.collectives), inventory_checks(file, a.facts),
         audit_checks(file, a.facts), a.devices.findings, a.linkscan.findings,
         collectives_checks(file, a.facts, a.collectives), platform_checks(a.facts, a.collectives),
-        a.gemm.findings, a.train.findings, a.checkpoint.findings}) {
+        a.gemm.findings, a.train.findings, a.checkpoint.findings, a.telemetry.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
   a.verdict = decide(file, a, std::move(findings));

@@ -12,6 +12,7 @@
 #include "analysis/linkscan_report.hpp"
 #include "analysis/gemm_report.hpp"
 #include "analysis/run_facts.hpp"
+#include "analysis/telemetry_report.hpp"
 #include "analysis/train_report.hpp"
 #include "core/error.hpp"
 #include "record/findings.hpp"
@@ -60,6 +61,7 @@ struct RunAnalysis {
   GemmFindings gemm;
   TrainFindings train;
   CheckpointFindings checkpoint;
+  TelemetryFindings telemetry;
   Verdict verdict;
 };
 

@@ -24,6 +24,7 @@
 #include "core/host.hpp"
 #include "core/strings.hpp"
 #include "phases/phase.hpp"
+#include "phases/telemetry.hpp"
 #include "record/reader.hpp"
 #include "record/recorder.hpp"
 #include "record/run_meta.hpp"
@@ -197,6 +198,8 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
                watchdog,
                faults,
                ctx.is_root() && (progress || Progress::terminal())};
+  watchdog.step("telemetry start");
+  TelemetryRun telemetry(env);
   for (const auto& name : pipeline_phases()) {
     if (std::find(config.phases.begin(), config.phases.end(), name) == config.phases.end()) {
       continue;
@@ -210,9 +213,13 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
     if (faults.find("fail", ctx.rank(), name)) {
       throw RuntimeFault("inject: planted failure at the start of phase " + name);
     }
+    const double started = now_us();
     find_phase(name)->run(env);
+    const double ended = now_us();
     release_free_memory();  // what the phase freed, before the next one (core/host.hpp)
     watchdog.barrier(ctx.world(), "after " + name);
+    watchdog.step("telemetry of " + name);
+    telemetry.record_phase(name, started, ended);
   }
   // The verdict comes from the file alone, exactly as `shakedown summary` recomputes it, and is
   // stored in /analysis before the file gets its final name.

@@ -164,6 +164,17 @@ struct DevicesConfig {
   friend bool operator==(const DevicesConfig&, const DevicesConfig&) = default;
 };
 
+// Hardware telemetry sampled while the phases run (telemetry/): one sampler thread on each node's
+// first rank.
+struct TelemetryConfig {
+  bool enabled = true;
+  int interval_ms = 100;        // one sample of every signal per interval
+  int decimate_ms = 1000;       // the decimated series' window
+  std::string keep = "events";  // events | all: phases kept at full rate
+
+  friend bool operator==(const TelemetryConfig&, const TelemetryConfig&) = default;
+};
+
 struct LinkscanConfig {
   std::string transport = "ucx";       // ucx | mpi
   std::string schedule = "all_pairs";  // all_pairs | random
@@ -249,6 +260,7 @@ struct Config {
   CheckpointConfig checkpoint;
   DevicesConfig devices;
   LinkscanConfig linkscan;
+  TelemetryConfig telemetry;
   ChecksConfig checks;
   AuditConfig audit;
   CostConfig cost;

@@ -615,6 +615,16 @@ SectionSpec linkscan_section() {
            field("bidirectional", section, &S::bidirectional, BoolRule{})}};
 }
 
+SectionSpec telemetry_section() {
+  using S = TelemetryConfig;
+  const auto section = &Config::telemetry;
+  return {"telemetry",
+          {field("enabled", section, &S::enabled, BoolRule{}),
+           field("interval_ms", section, &S::interval_ms, IntRule{10, 60000}),
+           field("decimate_ms", section, &S::decimate_ms, IntRule{10, 3600000}),
+           field("keep", section, &S::keep, ChoiceRule{{"events", "all"}})}};
+}
+
 SectionSpec checks_section() {
   using S = ChecksConfig;
   const auto section = &Config::checks;
@@ -688,8 +698,9 @@ const KeySpec& phases_key() {
 const std::vector<SectionSpec>& sections() {
   static const std::vector<SectionSpec> kSections = {
       topology_section(),   collectives_section(), gemm_section(),     train_section(),
-      checkpoint_section(), devices_section(),     linkscan_section(), checks_section(),
-      audit_section(),      cost_section(),        output_section(),   timeouts_section()};
+      checkpoint_section(), devices_section(),     linkscan_section(), telemetry_section(),
+      checks_section(),     audit_section(),       cost_section(),     output_section(),
+      timeouts_section()};
   return kSections;
 }
 

@@ -38,6 +38,8 @@ int cpu_share(int host_ranks) {
   return std::max(1, mine / ranks);
 }
 
-void release_free_memory() { malloc_trim(0); }
+void release_free_memory() {
+  malloc_trim(0);
+}
 
 }  // namespace shakedown

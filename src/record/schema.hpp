@@ -623,6 +623,58 @@ inline constexpr const char* kAttrTransports = "transports";
 inline constexpr const char* kAttrSkipped = "skipped";
 }  // namespace linkscan
 
+// ---- /telemetry/ ----  hardware signals sampled on each node while the phases ran (one sampler
+// thread on the node's first rank; telemetry/). Channels are one signal of one device; the node
+// keeps per phase each channel's min/median/max and a decimated series, and the full-rate series
+// only for phases in which it saw an event (telemetry.keep: all keeps it always).
+inline constexpr const char* kTelemetryGroup = "/telemetry";
+inline constexpr const char* kTelemetryNodeTemplate = "/telemetry/<node>";
+namespace telemetry {
+inline constexpr Dataset<double> kBase{
+    {kTelemetryNodeTemplate, "base", Elem::kFloat64, "C", "",
+     "each counter channel's value at the node's first sample (NaN: a gauge or bit mask); "
+     "counters are stored as their increase since then"}};
+inline constexpr Dataset<double> kPhaseStartUs{
+    {kTelemetryNodeTemplate, "phase_start_us", Elem::kFloat64, "P", "us",
+     "each phase's start on rank 0's clock (/clock), in the order of the phases attribute"}};
+inline constexpr Dataset<double> kPhaseEndUs{
+    {kTelemetryNodeTemplate, "phase_end_us", Elem::kFloat64, "P", "us", "and its end"}};
+inline constexpr Dataset<std::int64_t> kPhaseSamples{
+    {kTelemetryNodeTemplate, "phase_samples", Elem::kInt64, "P", "samples",
+     "samples taken since the previous phase ended (0: the sampler gave none)"}};
+inline constexpr Dataset<float> kStats{
+    {kTelemetryNodeTemplate, "stats", Elem::kFloat32, "P, C, 3", "channel's unit",
+     "per phase and channel: min, median and max of its samples (NaN: no value)"}};
+inline constexpr Dataset<double> kDecimatedTimeUs{
+    {kTelemetryNodeTemplate, "decimated_time_us", Elem::kFloat64, "D", "us",
+     "each decimation window's first sample, rank 0's clock (absent: no phase had a sample)",
+     false}};
+inline constexpr Dataset<float> kDecimated{
+    {kTelemetryNodeTemplate, "decimated", Elem::kFloat32, "D, C", "channel's unit",
+     "per window of decimate_ms: gauges' mean, counters' last, bit masks' OR", false}};
+inline constexpr Dataset<double> kFullTimeUs{
+    {kTelemetryNodeTemplate, "full_time_us", Elem::kFloat64, "F", "us",
+     "every sample's time, for the phases kept at full rate", false}};
+inline constexpr Dataset<float> kFull{{kTelemetryNodeTemplate, "full", Elem::kFloat32, "F, C",
+                                       "channel's unit", "every sample of those phases", false}};
+// Attributes of /telemetry.
+inline constexpr const char* kAttrIntervalMs = "interval_ms";
+inline constexpr const char* kAttrDecimateMs = "decimate_ms";
+inline constexpr const char* kAttrKeep = "keep";
+// Attributes of /telemetry/<node>.
+inline constexpr const char* kAttrNode = "node";
+inline constexpr const char* kAttrHost = "host";
+inline constexpr const char* kAttrDevices = "devices";  // comma-separated, one per channel
+inline constexpr const char* kAttrSignals = "signals";
+inline constexpr const char* kAttrUnits = "units";
+inline constexpr const char* kAttrKinds = "kinds";
+inline constexpr const char* kAttrGpuBusIds = "gpu_bus_ids";  // comma-separated, by NVML index
+inline constexpr const char* kAttrPhases = "phases";          // comma-separated
+inline constexpr const char* kAttrNotes = "notes";            // one per line
+inline constexpr const char* kAttrEvents = "events";          // "<phase>: <what>" one per line
+inline constexpr const char* kAttrSampleCostUs = "sample_cost_us";
+}  // namespace telemetry
+
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same
 // verdict for files without it (aborted runs, files of older versions).
 inline constexpr const char* kAnalysisGroup = "/analysis";
@@ -677,6 +729,10 @@ inline std::string devices_node_group(int node) {
 // "/linkscan/rail<L>"
 inline std::string linkscan_rail_group(int rail) {
   return join(kLinkscanGroup, "rail" + std::to_string(rail));
+}
+// "/telemetry/node<N>"
+inline std::string telemetry_node_group(int node) {
+  return join(kTelemetryGroup, "node" + std::to_string(node));
 }
 // "/gemm/<shape>"
 inline std::string gemm_group(std::string_view shape) {

@@ -53,8 +53,14 @@ struct Cell {
 void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
                          std::ostringstream& os) {
   const auto groups = group_checks(v.findings);
-  std::vector<std::string> skipped, audit_passed, devices_passed;
-  std::string devices_coverage;
+  std::vector<std::string> skipped, audit_passed;
+  // Passed checks of these families share one line, with their coverage finding's message.
+  struct Collapsed {
+    std::string family;  // "devices"
+    std::vector<std::string> passed;
+    std::string coverage;
+  };
+  std::vector<Collapsed> collapsed = {{"devices", {}, {}}, {"telemetry", {}, {}}};
   for (const CheckGroup& g : groups) {
     if (g.status == CheckStatus::kSkip && !detail) {
       skipped.push_back(g.check);
@@ -65,10 +71,12 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
       audit_passed.push_back(g.check);
       continue;
     }
-    if (g.status == CheckStatus::kPass && collapse_audit && !detail &&
-        g.check.starts_with("devices.")) {
-      devices_passed.push_back(g.check.substr(8));
-      if (g.check == "devices.coverage") devices_coverage = g.findings.front()->message;
+    const auto family = std::find_if(collapsed.begin(), collapsed.end(), [&](const Collapsed& c) {
+      return g.check.starts_with(c.family + ".");
+    });
+    if (g.status == CheckStatus::kPass && collapse_audit && !detail && family != collapsed.end()) {
+      family->passed.push_back(g.check.substr(family->family.size() + 1));
+      if (g.check == family->family + ".coverage") family->coverage = g.findings.front()->message;
       continue;
     }
     const Finding& first = *g.findings.front();
@@ -109,11 +117,11 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
     os << "  [PASS] " << join(names, ", ")
        << " (the nodes' set-up; --detail says what each covered)\n";
   }
-  if (!devices_passed.empty()) {
+  for (const Collapsed& c : collapsed) {
+    if (c.passed.empty()) continue;
     // "devices: coverage, memory (host tests copy, triad on 4 device(s), ...)"
-    os << "  [PASS] devices: " << join(devices_passed, ", ") << " ("
-       << (devices_coverage.empty() ? "" : devices_coverage + "; ")
-       << "--detail says what each covered)\n";
+    os << "  [PASS] " << c.family << ": " << join(c.passed, ", ") << " ("
+       << (c.coverage.empty() ? "" : c.coverage + "; ") << "--detail says what each covered)\n";
   }
   if (!skipped.empty()) {
     os << "  [SKIP] " << join(skipped, ", ") << " (not applicable here; --detail says why)\n";
@@ -250,6 +258,7 @@ std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detai
     }
   }
   os << "clock:" << format_clock(file.clock_offsets_us(), file.clock_rtt_us()).substr(1);
+  if (detail) os << format_telemetry(a.telemetry);  // compact: telemetry.coverage says it
   if (std::string t = format_devices(a.devices, a.facts, detail); !t.empty()) {
     os << '\n' << devices_title(a.devices) << '\n' << t;
   }

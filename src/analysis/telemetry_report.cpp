@@ -1,0 +1,466 @@
+#include "analysis/telemetry_report.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "analysis/checks.hpp"
+#include "analysis/collectives_data.hpp"
+#include "core/strings.hpp"
+#include "record/schema.hpp"
+
+namespace shakedown {
+namespace {
+
+namespace st = schema::telemetry;
+namespace tg = telemetry::gpu;
+constexpr int kMin = 0, kMedian = 1, kMax = 2;
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  for (std::string_view part : split(std::string_view(text), sep)) out.emplace_back(part);
+  return out;
+}
+
+TelemetryNode read_node(const RunFile& file, const std::string& group) {
+  TelemetryNode n;
+  n.node = static_cast<int>(file.attr_int64(group, st::kAttrNode));
+  n.host = attr_or(file, group, st::kAttrHost);
+  const auto devices = split_list(attr_or(file, group, st::kAttrDevices), ',');
+  const auto signals = split_list(attr_or(file, group, st::kAttrSignals), ',');
+  const auto units = split_list(attr_or(file, group, st::kAttrUnits), ',');
+  const auto kinds = split_list(attr_or(file, group, st::kAttrKinds), ',');
+  if (signals.size() != devices.size() || units.size() != devices.size() ||
+      kinds.size() != devices.size()) {
+    throw UsageError(file.path().string() + ": " + group +
+                     " lists different numbers of devices, signals, units and kinds");
+  }
+  for (std::size_t c = 0; c < devices.size(); ++c) {
+    telemetry::Channel ch;
+    ch.device = devices[c];
+    ch.signal = signals[c];
+    ch.unit = units[c];
+    ch.kind = telemetry::parse_kind(kinds[c]);
+    n.channels.push_back(std::move(ch));
+  }
+  n.gpu_bus_ids = split_list(attr_or(file, group, st::kAttrGpuBusIds), ',');
+  n.phases = split_list(attr_or(file, group, st::kAttrPhases), ',');
+  n.notes = attr_or(file, group, st::kAttrNotes);
+  n.events = attr_or(file, group, st::kAttrEvents);
+  if (file.has_attr(group, st::kAttrSampleCostUs)) {
+    n.sample_cost_us = file.attr_double(group, st::kAttrSampleCostUs);
+  }
+  n.base = file.read(group, st::kBase);
+  n.phase_start_us = file.read(group, st::kPhaseStartUs);
+  n.phase_end_us = file.read(group, st::kPhaseEndUs);
+  n.phase_samples = file.read(group, st::kPhaseSamples);
+  std::vector<std::uint64_t> dims;
+  n.stats = file.read(group, st::kStats, &dims);
+  const std::size_t nc = n.channels.size();
+  if (dims.size() != 3 || dims[1] != nc || dims[2] != 3 || dims[0] != n.phases.size() ||
+      n.phase_start_us.size() != n.phases.size() || n.phase_end_us.size() != n.phases.size() ||
+      n.phase_samples.size() != n.phases.size() || n.base.size() != nc) {
+    throw UsageError(file.path().string() + ": " + group +
+                     " has stats, phases or base of shapes that do not match its channels");
+  }
+  if (file.has(group, st::kDecimatedTimeUs)) {  // absent while no phase had a sample
+    n.decimated_time_us = file.read(group, st::kDecimatedTimeUs);
+    n.decimated = file.read(group, st::kDecimated, &dims);
+  }
+  if (n.decimated.size() != n.decimated_time_us.size() * nc) {
+    throw UsageError(file.path().string() + ": " + group + "/decimated does not match its times");
+  }
+  return n;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "gpu1 (rank 5)" when the topology ties the GPU's bus id to ranks, else "gpu1".
+std::string gpu_name(const TelemetryNode& n, const std::string& device, const RunFacts& facts) {
+  const std::size_t index = std::strtoul(device.c_str() + 3, nullptr, 10);
+  std::vector<std::string> ranks;
+  if (index < n.gpu_bus_ids.size() && !n.gpu_bus_ids[index].empty()) {
+    const std::string bus = lower(n.gpu_bus_ids[index]);
+    for (const RankInfo& r : facts.ranks) {
+      if (r.node_index == n.node && !r.gpu.pci_bus_id.empty() &&
+          lower(r.gpu.pci_bus_id).ends_with(bus.size() > 7 ? bus.substr(bus.size() - 7) : bus)) {
+        ranks.push_back(std::to_string(r.rank));
+      }
+    }
+  }
+  std::string out = device;
+  if (index < n.gpu_bus_ids.size() && !n.gpu_bus_ids[index].empty()) {
+    out += " (" + n.gpu_bus_ids[index];
+    if (!ranks.empty()) out += (ranks.size() == 1 ? ", rank " : ", ranks ") + join(ranks, ",");
+    out += ")";
+  }
+  return out;
+}
+
+Finding node_finding(const RunFacts& facts, const TelemetryNode& n, std::string check,
+                     CheckStatus status, std::string message) {
+  Finding f;
+  f.check = std::move(check);
+  f.status = status;
+  f.subject_kind = "node";
+  f.subject = "node " + std::to_string(n.node);
+  f.node = n.node;
+  // A fault in a node's hardware: its host is the one to drain.
+  if (status == CheckStatus::kFail) f.host = n.host.empty() ? facts.host_of_node(n.node) : n.host;
+  f.message = facts.node_name(n.node) + ": " + message;
+  return f;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+// The OR of a bit-mask channel over the decimated windows inside (start, end].
+unsigned long long bits_in(const TelemetryNode& n, std::size_t c, double start, double end) {
+  unsigned long long bits = 0;
+  const std::size_t nc = n.channels.size();
+  for (std::size_t t = 0; t < n.decimated_time_us.size(); ++t) {
+    if (n.decimated_time_us[t] <= start || n.decimated_time_us[t] > end) continue;
+    const double v = n.decimated[t * nc + c];
+    if (v >= 0 && v < 0x1p63)
+      bits |= static_cast<unsigned long long>(v);  // a file's NaN or junk: none
+  }
+  return bits;
+}
+
+void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
+                      std::vector<Finding>& out) {
+  std::size_t gpus = 0;
+  std::vector<Finding> found;
+  for (const TelemetryNode& n : t.nodes) {
+    for (const std::string& g : n.gpus()) {
+      ++gpus;
+      std::vector<std::string> what;
+      const int unc = n.channel(g, tg::kEccUncorrected);
+      if (unc >= 0) {
+        const auto c = static_cast<std::size_t>(unc);
+        if (std::isfinite(n.base[c]) && n.base[c] > 0) {
+          what.push_back(num(n.base[c]) + " uncorrected ECC error(s) before the run");
+        }
+        for (std::size_t p = 0; p < n.phases.size(); ++p) {
+          const double before = p == 0 ? 0.0 : n.stat(p - 1, c, kMax);
+          const double after = n.stat(p, c, kMax);
+          if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
+            what.push_back(num(after - (std::isfinite(before) ? before : 0.0)) +
+                           " uncorrected ECC error(s) during " + n.phases[p]);
+          }
+        }
+      }
+      const int rows = n.channel(g, tg::kRemappedUncorrectable);
+      if (rows >= 0) {
+        for (std::size_t p = 0; p < n.phases.size(); ++p) {
+          const double before = p == 0 ? 0.0 : n.stat(p - 1, static_cast<std::size_t>(rows), kMax);
+          const double after = n.stat(p, static_cast<std::size_t>(rows), kMax);
+          if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
+            what.push_back("row(s) remapped for uncorrectable errors during " + n.phases[p]);
+          }
+        }
+      }
+      for (const char* flag : {tg::kRemapPending, tg::kRemapFailed}) {
+        const int c = n.channel(g, flag);
+        if (c < 0) continue;
+        for (std::size_t p = 0; p < n.phases.size(); ++p) {
+          if (n.stat(p, static_cast<std::size_t>(c), kMax) > 0) {
+            what.push_back(std::string(flag == tg::kRemapPending ? "a row remap awaits a GPU reset"
+                                                                 : "a row remap failed") +
+                           " (seen in " + n.phases[p] + ")");
+            break;
+          }
+        }
+      }
+      if (!what.empty()) {
+        found.push_back(node_finding(facts, n, "telemetry.gpu_errors", CheckStatus::kFail,
+                                     gpu_name(n, g, facts) + ": " + join(what, "; ") +
+                                         ": reset or replace the GPU before a reservation"));
+      }
+    }
+  }
+  if (gpus == 0) {
+    out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kSkip,
+                              "no GPU was sampled (see telemetry.coverage)"));
+  } else if (found.empty()) {
+    out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kPass,
+                              std::to_string(gpus) +
+                                  " GPU(s): no uncorrected ECC error, no row remapped, pending "
+                                  "or failed"));
+  }
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+void link_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<Finding>& out) {
+  std::size_t ports = 0, nvlink_gpus = 0;
+  std::vector<Finding> found;
+  for (const TelemetryNode& n : t.nodes) {
+    std::set<std::string> counted;
+    for (std::size_t c = 0; c < n.channels.size(); ++c) {
+      const telemetry::Channel& ch = n.channels[c];
+      if (!telemetry::is_link_error(ch.signal)) continue;
+      if (counted.insert(ch.device).second) ++ports;
+      for (std::size_t p = 0; p < n.phases.size(); ++p) {
+        const double before = p == 0 ? 0.0 : n.stat(p - 1, c, kMax);
+        const double after = n.stat(p, c, kMax);
+        if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
+          found.push_back(
+              node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
+                           "InfiniBand port " + ch.device + ": " + ch.signal + " grew by " +
+                               num(after - (std::isfinite(before) ? before : 0.0)) + " during " +
+                               n.phases[p] + ": check the cable, transceiver and switch port"));
+        }
+      }
+    }
+    // NVLink: a GPU with fewer links up than the node's best, or fewer than at its own start.
+    double node_best = 0;
+    for (const std::string& g : n.gpus()) {
+      const int c = n.channel(g, tg::kNvlinkActive);
+      for (std::size_t p = 0; c >= 0 && p < n.phases.size(); ++p) {
+        const double v = n.stat(p, static_cast<std::size_t>(c), kMax);
+        if (std::isfinite(v)) node_best = std::max(node_best, v);
+      }
+    }
+    for (const std::string& g : n.gpus()) {
+      const int c = n.channel(g, tg::kNvlinkActive);
+      if (c < 0 || node_best <= 0) continue;
+      double low = std::numeric_limits<double>::infinity(), high = 0;
+      for (std::size_t p = 0; p < n.phases.size(); ++p) {
+        const double lo = n.stat(p, static_cast<std::size_t>(c), kMin);
+        const double hi = n.stat(p, static_cast<std::size_t>(c), kMax);
+        if (std::isfinite(lo)) low = std::min(low, lo);
+        if (std::isfinite(hi)) high = std::max(high, hi);
+      }
+      if (!std::isfinite(low)) continue;
+      ++nvlink_gpus;
+      if (low < node_best) {
+        found.push_back(node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
+                                     gpu_name(n, g, facts) + ": " + num(low) +
+                                         " NVLink link(s) up, the node's others " + num(node_best) +
+                                         (high > low ? " (links went down during the run)" : "") +
+                                         ": the GPU or its NVSwitch connection needs service"));
+      }
+    }
+  }
+  if (ports == 0 && nvlink_gpus == 0) {
+    out.push_back(run_finding("telemetry.links", CheckStatus::kSkip,
+                              "no InfiniBand port and no NVLink state was sampled"));
+  } else if (found.empty()) {
+    out.push_back(
+        run_finding("telemetry.links", CheckStatus::kPass,
+                    std::to_string(ports) + " InfiniBand port(s): no error counter grew; " +
+                        std::to_string(nvlink_gpus) + " GPU(s) with NVLink: every link stayed up"));
+  }
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+void pcie_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<Finding>& out) {
+  std::size_t judged = 0;
+  std::vector<Finding> found;
+  for (const TelemetryNode& n : t.nodes) {
+    for (const std::string& g : n.gpus()) {
+      const int util = n.channel(g, tg::kUtilization);
+      const int gen = n.channel(g, tg::kPcieGen), max_gen = n.channel(g, tg::kPcieMaxGen);
+      const int width = n.channel(g, tg::kPcieWidth), max_width = n.channel(g, tg::kPcieMaxWidth);
+      if (util < 0 || gen < 0 || max_gen < 0 || width < 0 || max_width < 0) continue;
+      for (std::size_t p = 0; p < n.phases.size(); ++p) {
+        const auto at = [&](int c, int which) {
+          return n.stat(p, static_cast<std::size_t>(c), which);
+        };
+        if (!(at(util, kMedian) >= 50) || !std::isfinite(at(gen, kMax)) ||
+            !std::isfinite(at(max_gen, kMax))) {
+          continue;
+        }
+        ++judged;
+        const bool slow_gen = at(gen, kMax) < at(max_gen, kMax);
+        const bool narrow = at(width, kMax) < at(max_width, kMax);
+        if (!slow_gen && !narrow) continue;
+        found.push_back(node_finding(
+            facts, n, "telemetry.pcie", CheckStatus::kFail,
+            gpu_name(n, g, facts) + ": PCIe link at most Gen" + num(at(gen, kMax)) + " x" +
+                num(at(width, kMax)) + " of Gen" + num(at(max_gen, kMax)) + " x" +
+                num(at(max_width, kMax)) + " while " + num(at(util, kMedian)) + "% busy in " +
+                n.phases[p] + ": reseat the GPU or check its riser and slot"));
+        break;  // one finding per GPU
+      }
+    }
+  }
+  if (judged == 0) {
+    out.push_back(run_finding("telemetry.pcie", CheckStatus::kSkip,
+                              "no GPU was busy (median utilization >= 50%) in a phase with its "
+                              "PCIe link read, so no link was judged under load"));
+  } else if (found.empty()) {
+    out.push_back(run_finding("telemetry.pcie", CheckStatus::kPass,
+                              std::to_string(judged) +
+                                  " busy GPU-phase(s): every PCIe link at its maximum speed and "
+                                  "width"));
+  }
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+void throttling_checks(const TelemetryFindings& t, const RunFacts& facts,
+                       std::vector<Finding>& out) {
+  std::size_t gpus = 0;
+  std::vector<Finding> found;
+  for (const TelemetryNode& n : t.nodes) {
+    for (const std::string& g : n.gpus()) {
+      const int reasons = n.channel(g, tg::kClockReasons);
+      if (reasons < 0) continue;
+      ++gpus;
+      const int power = n.channel(g, tg::kPower), limit = n.channel(g, tg::kPowerLimit);
+      const int temp = n.channel(g, tg::kTemperature);
+      std::vector<std::string> phases;
+      for (std::size_t p = 0; p < n.phases.size(); ++p) {
+        // The phase's samples: those taken after the previous phase ended (the node summarised
+        // each phase's samples apart, so no decimation window spans two phases).
+        const double from =
+            p == 0 ? -std::numeric_limits<double>::infinity() : n.phase_end_us[p - 1];
+        const unsigned long long bits =
+            bits_in(n, static_cast<std::size_t>(reasons), from, n.phase_end_us[p]) &
+            telemetry::kThrottleBits;
+        if (bits == 0) continue;
+        std::string text = n.phases[p] + " (" + telemetry::throttle_reasons_text(bits);
+        if (power >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(power), kMax))) {
+          text += "; power up to " + num(n.stat(p, static_cast<std::size_t>(power), kMax)) + " W";
+          if (limit >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(limit), kMax))) {
+            text += " of " + num(n.stat(p, static_cast<std::size_t>(limit), kMax)) + " W";
+          }
+        }
+        if (temp >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(temp), kMax))) {
+          text += "; up to " + num(n.stat(p, static_cast<std::size_t>(temp), kMax)) + " C";
+        }
+        phases.push_back(text + ")");
+      }
+      if (!phases.empty()) {
+        found.push_back(node_finding(facts, n, "telemetry.throttling", CheckStatus::kWarn,
+                                     gpu_name(n, g, facts) + " ran below its clocks in " +
+                                         join(phases, ", ") +
+                                         ": its timings there are not the GPU's best"));
+      }
+    }
+  }
+  if (gpus == 0) {
+    out.push_back(run_finding("telemetry.throttling", CheckStatus::kSkip,
+                              "no GPU's clock event reasons were sampled"));
+  } else if (found.empty()) {
+    out.push_back(
+        run_finding("telemetry.throttling", CheckStatus::kPass,
+                    std::to_string(gpus) + " GPU(s): no power or thermal slowdown in any phase"));
+  }
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+}  // namespace
+
+int TelemetryNode::channel(const std::string& device, const std::string& signal) const {
+  for (std::size_t c = 0; c < channels.size(); ++c) {
+    if (channels[c].device == device && channels[c].signal == signal) return static_cast<int>(c);
+  }
+  return -1;
+}
+
+std::vector<std::string> TelemetryNode::gpus() const {
+  std::vector<std::string> out;
+  for (const auto& c : channels) {
+    if (c.device.starts_with("gpu") && (out.empty() || out.back() != c.device)) {
+      out.push_back(c.device);
+    }
+  }
+  return out;
+}
+
+TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts) {
+  TelemetryFindings t;
+  if (!file.has(schema::kTelemetryGroup)) {
+    if (facts.config_known && facts.config.telemetry.enabled &&
+        facts.meta.status == schema::kStatusComplete) {
+      t.findings.push_back(run_finding("telemetry.coverage", CheckStatus::kFail,
+                                       "telemetry was enabled but the run file has none"));
+    }
+    return t;
+  }
+  t.ran = true;
+  t.interval_ms = file.has_attr(schema::kTelemetryGroup, st::kAttrIntervalMs)
+                      ? file.attr_int64(schema::kTelemetryGroup, st::kAttrIntervalMs)
+                      : 0;
+  for (const std::string& child : file.children(schema::kTelemetryGroup)) {
+    t.nodes.push_back(read_node(file, schema::join(schema::kTelemetryGroup, child)));
+  }
+  std::sort(t.nodes.begin(), t.nodes.end(),
+            [](const TelemetryNode& a, const TelemetryNode& b) { return a.node < b.node; });
+  if (t.nodes.empty()) {
+    t.findings.push_back(run_finding(
+        "telemetry.coverage",
+        facts.meta.status == schema::kStatusComplete ? CheckStatus::kFail : CheckStatus::kSkip,
+        "no node recorded telemetry (the run ended before its first phase did)"));
+    return t;
+  }
+  std::size_t gpus = 0, ports = 0, empty_phases = 0;
+  std::set<std::string> notes;
+  for (const TelemetryNode& n : t.nodes) {
+    gpus += n.gpus().size();
+    std::set<std::string> devices;
+    for (const auto& c : n.channels) {
+      if (c.device != "host" && !c.device.starts_with("gpu")) devices.insert(c.device);
+    }
+    ports += devices.size();
+    for (std::int64_t s : n.phase_samples) empty_phases += s == 0 ? 1 : 0;
+    for (const std::string& line : split_list(n.notes, '\n')) notes.insert(line);
+  }
+  const std::vector<std::string> note_list(notes.begin(), notes.end());
+  Finding coverage = run_finding(
+      "telemetry.coverage", empty_phases > 0 ? CheckStatus::kWarn : CheckStatus::kPass,
+      std::to_string(t.nodes.size()) + " node(s) sampled every " + std::to_string(t.interval_ms) +
+          " ms through " + std::to_string(t.nodes.front().phases.size()) +
+          " phase(s): " + std::to_string(gpus) + " GPU(s), host load/memory/clocks, " +
+          std::to_string(ports) + " InfiniBand port(s)" +
+          (empty_phases > 0 ? "; " + std::to_string(empty_phases) +
+                                  " node-phase(s) without a sample (shorter than the interval?)"
+                            : std::string()) +
+          (note_list.empty()
+               ? std::string()
+               : "; not sampled: " +
+                     join(std::vector<std::string>(
+                              note_list.begin(),
+                              note_list.begin() + static_cast<std::ptrdiff_t>(
+                                                      std::min<std::size_t>(3, note_list.size()))),
+                          "; ") +
+                     (note_list.size() > 3 ? " (and " + std::to_string(note_list.size() - 3) +
+                                                 " more in the evidence)"
+                                           : std::string())));
+  coverage.evidence = join(note_list, "; ");
+  t.findings.push_back(std::move(coverage));
+  gpu_error_checks(t, facts, t.findings);
+  link_checks(t, facts, t.findings);
+  pcie_checks(t, facts, t.findings);
+  throttling_checks(t, facts, t.findings);
+  return t;
+}
+
+std::string format_telemetry(const TelemetryFindings& t) {
+  if (!t.ran || t.nodes.empty()) return "";
+  std::size_t gpus = 0;
+  double cost = 0;
+  for (const TelemetryNode& n : t.nodes) {
+    gpus += n.gpus().size();
+    cost = std::max(cost, n.sample_cost_us);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", cost);
+  return "telemetry: " + std::to_string(t.nodes.size()) + " node(s) every " +
+         std::to_string(t.interval_ms) + " ms, " + std::to_string(gpus) +
+         " GPU(s); a sample cost up to " + buf + " us\n";
+}
+
+}  // namespace shakedown

@@ -1,0 +1,91 @@
+#include "telemetry/sampler.hpp"
+
+#include <utility>
+
+#include "runtime/clock.hpp"
+
+namespace shakedown::telemetry {
+
+Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval)
+    : host_(std::move(host)), nvml_(std::move(nvml)), interval_(interval) {
+  channels_ = host_.channels();
+  if (nvml_.loaded()) {
+    nvml_note_ = "NVML: " + nvml_.library() + ", " + std::to_string(nvml_.count()) + " GPU(s)";
+    for (int g = 0; g < nvml_.count(); ++g) {
+      for (Channel c : gpu_signals()) {
+        c.device = "gpu" + std::to_string(g);
+        channels_.push_back(std::move(c));
+      }
+      bus_ids_.push_back(nvml_.bus_id(g));
+    }
+  } else {
+    nvml_note_ = "no GPU signals: " + nvml_.why();
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+Sampler::~Sampler() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Sampler::sample_once(std::vector<double>& row) {
+  const std::size_t host_channels = host_.channels().size();
+  const std::size_t per_gpu = gpu_signals().size();
+  host_.read(std::span<double>(row.data(), host_channels));
+  for (int g = 0; g < nvml_.count(); ++g) {
+    nvml_.read(g, std::span<double>(
+                      row.data() + host_channels + static_cast<std::size_t>(g) * per_gpu, per_gpu));
+  }
+}
+
+void Sampler::run() {
+  std::vector<double> row(channels_.size());
+  auto next = std::chrono::steady_clock::now();
+  for (;;) {
+    const double t0 = now_us();
+    sample_once(row);
+    const double t1 = now_us();
+    {
+      std::unique_lock lock(mutex_);
+      batch_.time_us.push_back(t0);
+      batch_.values.insert(batch_.values.end(), row.begin(), row.end());
+      cost_sum_us_ += t1 - t0;
+      ++samples_;
+      if (nvml_.unavailable().size() != gpu_notes_.size()) gpu_notes_ = nvml_.unavailable();
+      // On a fixed grid, not "interval after the last sample": the rate stays what was asked
+      // however long a sample takes (a slow one is followed at once by the next).
+      next += interval_;
+      if (const auto now = std::chrono::steady_clock::now(); next < now) {
+        next = now + interval_;  // ticks a slow sample missed are skipped, not caught up
+      }
+      if (wake_.wait_until(lock, next, [this] { return stop_; })) return;
+    }
+  }
+}
+
+Batch Sampler::take() {
+  std::lock_guard lock(mutex_);
+  Batch out;
+  std::swap(out, batch_);
+  return out;
+}
+
+std::vector<std::string> Sampler::notes() const {
+  std::vector<std::string> out = host_.notes();
+  out.push_back(nvml_note_);
+  std::lock_guard lock(mutex_);
+  out.insert(out.end(), gpu_notes_.begin(), gpu_notes_.end());
+  return out;
+}
+
+double Sampler::sample_cost_us() const {
+  std::lock_guard lock(mutex_);
+  return samples_ > 0 ? cost_sum_us_ / static_cast<double>(samples_) : 0.0;
+}
+
+}  // namespace shakedown::telemetry

@@ -1,0 +1,68 @@
+#pragma once
+// The telemetry sampler: one thread on each node's first rank that reads the host's and the
+// GPUs' signals every `interval` and keeps them until the main thread takes them at the end of a
+// phase. The thread never calls MPI (the ranks run MPI_THREAD_SINGLE) and never writes the file:
+// the phase boundary is where the main thread summarises the samples on the node and sends them
+// to rank 0 (phases/telemetry.cpp).
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "telemetry/channels.hpp"
+#include "telemetry/host.hpp"
+#include "telemetry/nvml.hpp"
+
+namespace shakedown::telemetry {
+
+// Samples in the order taken: time_us[t] (the process's steady clock, runtime/clock.hpp's
+// now_us) and values[t * channels + c].
+struct Batch {
+  std::vector<double> time_us;
+  std::vector<double> values;
+};
+
+class Sampler {
+ public:
+  // Takes a first sample at once, then one every `interval` until destroyed.
+  Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval);
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+  ~Sampler();  // stops the thread
+
+  // The host's channels, then each GPU's signals (device "gpu<i>").
+  const std::vector<Channel>& channels() const noexcept { return channels_; }
+  // The GPUs' bus ids by NVML index ("" unknown), for tying a GPU to the ranks that use it.
+  const std::vector<std::string>& gpu_bus_ids() const noexcept { return bus_ids_; }
+  // The samples taken since the last take().
+  Batch take();
+  // What is not sampled, and why: the host reader's notes, NVML's state, each GPU signal NVML
+  // gave no value for.
+  std::vector<std::string> notes() const;
+  // How long one sample took on average so far (microseconds): the sampler's cost.
+  double sample_cost_us() const;
+
+ private:
+  void run();
+  void sample_once(std::vector<double>& row);
+
+  HostReader host_;
+  Nvml nvml_;
+  const std::chrono::milliseconds interval_;
+  std::vector<Channel> channels_;
+  std::vector<std::string> bus_ids_;
+  std::string nvml_note_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  Batch batch_;                         // guarded by mutex_
+  std::vector<std::string> gpu_notes_;  // guarded by mutex_
+  double cost_sum_us_ = 0;              // guarded by mutex_
+  long samples_ = 0;                    // guarded by mutex_
+  std::thread thread_;                  // last: started once everything above exists
+};
+
+}  // namespace shakedown::telemetry

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Hardware telemetry with real mpirun: 4 ranks as 2 virtual nodes (pretend nodes on one host: both
+# node leaders sample the same machine), GPUs played by the scripted NVML stand-in
+# (tests/support/fake_nvml.cpp, loaded through the sampler's own dlopen path). A healthy run
+# records /telemetry/node0 and node1 (channels, per-phase stats, decimated series, no full-rate
+# series) and passes; a run whose stand-in scripts an uncorrected ECC error, a throttling GPU, a
+# down-trained PCIe link and NVLink links down fails naming the node, the GPU and the phase, and
+# keeps the full-rate series; without NVML (this machine has no NVIDIA driver) the GPU checks say
+# SKIP and why; telemetry.enabled false records nothing; a bad key is exit 2 naming it.
+source "$(dirname "$0")/lib.sh"
+: "${SHAKEDOWN_FAKE_NVML:?set by ctest: the scripted NVML stand-in}"
+phases=(--phases inventory,gemm --set gemm.iters=3)
+
+"$MPIRUN" -n 4 -x SHAKEDOWN_TEST_NVML_LIBRARY="$SHAKEDOWN_FAKE_NVML" -x FAKE_NVML_GPUS=2 \
+  "$SHAKEDOWN" run --virtual-nodes 2 "${phases[@]}" --out "$TMP/ok.h5" >"$TMP/ok.out" 2>&1
+expect_rc 0 $? "healthy run with 2 scripted GPUs per node"
+expect_in "$TMP/ok.out" "\[PASS\] telemetry: coverage, gpu_errors, links, pcie, throttling \(2 node\(s\) sampled every 100 ms through 2 phase\(s\): 4 GPU\(s\)" "telemetry checks pass"
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$TMP/ok.h5" \
+  "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" >"$TMP/schema" 2>&1 ||
+  { cat "$TMP/schema"; fail "the telemetry run's file against scripts/schema.json"; }
+/usr/bin/python3 - "$TMP/ok.h5" <<'PY' || fail "/telemetry layout"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+assert f["/telemetry"].attrs["interval_ms"] == 100
+for node in ("node0", "node1"):
+    g = f["/telemetry/" + node]
+    a = lambda k: g.attrs[k].decode() if isinstance(g.attrs[k], bytes) else g.attrs[k]
+    devices, signals = a("devices").split(","), a("signals").split(",")
+    assert len(devices) == len(signals) == 5 + 2 * 20, (node, len(devices))
+    assert devices[:5] == ["host"] * 5 and devices[5] == "gpu0" and devices[-1] == "gpu1", devices
+    assert a("phases") == "inventory,gemm", a("phases")
+    assert a("gpu_bus_ids") == "0000:1b:00.0,0000:1c:00.0", a("gpu_bus_ids")
+    c = len(devices)
+    assert g["stats"].shape == (2, c, 3), g["stats"].shape
+    assert g["stats"].dtype == np.float32
+    s = g["stats"][()]
+    power = signals.index("power") + 20  # gpu1's power: 360 W in every sample
+    assert (s[:, power, :] == 360).all(), s[:, power, :]
+    assert (g["phase_samples"][()] >= 1).all(), g["phase_samples"][()]
+    assert (g["phase_end_us"][()] > g["phase_start_us"][()]).all()
+    assert g["decimated"].shape[1] == c and g["decimated"].shape[0] == g["decimated_time_us"].shape[0] >= 1
+    assert "full" not in g, "no event: no full-rate series"
+    assert a("events") == "", a("events")
+PY
+"$SHAKEDOWN" summary "$TMP/ok.h5" >"$TMP/ok.summary"
+expect_in "$TMP/ok.summary" "\[PASS\] telemetry: coverage, gpu_errors, links, pcie, throttling" "summary recomputes the same"
+"$SHAKEDOWN" summary --detail "$TMP/ok.h5" >"$TMP/ok.detail"
+expect_in "$TMP/ok.detail" "^telemetry: 2 node\(s\) every 100 ms, 4 GPU\(s\); a sample cost up to [0-9]+ us" "--detail: the sampler's line"
+
+# GPU 1 of each node: 1 uncorrected ECC error and 16 of 18 NVLink links; GPU 0 throttled for power
+# and a hardware slowdown, its PCIe link at Gen3 x8 while 90% busy.
+"$MPIRUN" -n 4 -x SHAKEDOWN_TEST_NVML_LIBRARY="$SHAKEDOWN_FAKE_NVML" -x FAKE_NVML_ECC=1 \
+  -x FAKE_NVML_THROTTLE=0 -x FAKE_NVML_PCIE=0 -x FAKE_NVML_NVLINK_DOWN=1 \
+  "$SHAKEDOWN" run --virtual-nodes 2 "${phases[@]}" --out "$TMP/bad.h5" >"$TMP/bad.out" 2>&1
+expect_rc 1 $? "scripted GPU faults fail the run"
+# A failed check's first finding is on its line, the others (node 1's) indented below it.
+for node in 0 1; do
+  if [[ $node == 0 ]]; then at="  \[FAIL\] telemetry\.[a-z_]+: "; else at="^         "; fi
+  expect_in "$TMP/bad.out" "${at/[a-z_]+/gpu_errors}node $node \(host [^)]*\): gpu1 \(0000:1c:00.0\): 1 uncorrected ECC error\(s\) before the run" "ECC on node $node"
+  expect_in "$TMP/bad.out" "${at/[a-z_]+/links}node $node \(host [^)]*\): gpu1 \(0000:1c:00.0\): 16 NVLink link\(s\) up, the node's others 18" "NVLink on node $node"
+  expect_in "$TMP/bad.out" "${at/[a-z_]+/pcie}node $node \(host [^)]*\): gpu0 \(0000:1b:00.0\): PCIe link at most Gen3 x8 of Gen5 x16 while 90% busy in inventory" "PCIe on node $node"
+done
+"$SHAKEDOWN" summary --detail "$TMP/bad.h5" >"$TMP/bad.detail"
+for node in 0 1; do
+  expect_in "$TMP/bad.detail" "node $node \(host [^)]*\): gpu0 \(0000:1b:00.0\) ran below its clocks in inventory \(sw_power_cap, hw_slowdown; power up to 350 W of 700 W; up to 45 C\), gemm" "throttling on node $node"
+done
+expect_in "$TMP/bad.out" "\[WARN\] telemetry.throttling: node 0" "throttling is a warning"
+if grep -E "telemetry\.[a-z_]+: .*gpu1.*(throttl|PCIe)|gpu0.*(ECC|NVLink)" "$TMP/bad.out"; then
+  fail "a fault was pinned on the wrong GPU"
+fi
+expect_in "$TMP/bad.out" "scontrol update NodeName=.* State=DRAIN Reason=\"shakedown: telemetry" "drain line"
+/usr/bin/python3 - "$TMP/bad.h5" <<'PY' || fail "full-rate series kept for the phases with events"
+import sys, h5py
+g = h5py.File(sys.argv[1], "r")["/telemetry/node0"]
+ev = g.attrs["events"]
+ev = ev.decode() if isinstance(ev, bytes) else ev
+assert "inventory: gpu0 throttled (sw_power_cap, hw_slowdown)" in ev, ev
+assert g["full"].shape[0] == g["full_time_us"].shape[0] == g["phase_samples"][()].sum(), ev
+PY
+
+# This machine has no NVIDIA driver: NVML is not loaded, the GPU checks say SKIP and why.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --out "$TMP/cpu.h5" >"$TMP/cpu.out" 2>&1
+expect_rc 0 $? "a run without NVML"
+"$SHAKEDOWN" summary --detail "$TMP/cpu.h5" >"$TMP/cpu.detail"
+expect_in "$TMP/cpu.detail" "^telemetry: 1 node\(s\) every 100 ms, 0 GPU\(s\)" "sampler's line without GPUs"
+expect_in "$TMP/cpu.detail" "\[SKIP\] telemetry.gpu_errors: no GPU was sampled" "gpu_errors skips"
+expect_in "$TMP/cpu.detail" "no GPU signals: no NVIDIA driver on this host" "coverage says why"
+if [[ -d /proc/driver/nvidia ]]; then skip "this host has an NVIDIA driver: the CPU-only case above does not apply"; fi
+
+# Off: nothing recorded, no telemetry check.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --set telemetry.enabled=false \
+  --out "$TMP/off.h5" >"$TMP/off.out" 2>&1
+expect_rc 0 $? "telemetry off"
+if grep -v "command:" "$TMP/off.out" | grep -q "telemetry"; then fail "telemetry off still reported telemetry"; fi
+if h5dump -n "$TMP/off.h5" | grep "/telemetry" >/dev/null; then fail "telemetry off still wrote /telemetry"; fi
+
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --set telemetry.interval_ms=5 \
+  --out "$TMP/bad_key.h5" >"$TMP/bad_key.out" 2>&1
+expect_rc 2 $? "interval below 10 ms"
+expect_in "$TMP/bad_key.out" "telemetry.interval_ms" "the error names the key"
+pass "telemetry: recorded per node, faults named by node and GPU, NVML optional, off, bad key"

@@ -1,0 +1,199 @@
+// A stand-in for libnvidia-ml.so.1 with scripted values, loaded by the telemetry sampler through
+// its own dlopen path (SHAKEDOWN_TEST_NVML_LIBRARY), so sampling, recording and the telemetry
+// checks run in CI without a GPU. It implements the functions telemetry/nvml.cpp resolves, with
+// NVML's C signatures. The script is the environment, read at nvmlInit_v2:
+//   FAKE_NVML_GPUS=N           GPUs (default 2)
+//   FAKE_NVML_INIT=rc          nvmlInit_v2 fails with this nvmlReturn_t (9: driver not loaded)
+//   FAKE_NVML_UNSUPPORTED=a,b  these answer NOT_SUPPORTED: temperature, ecc, remap, nvlink, pcie,
+//                              power, clocks, reasons
+//   FAKE_NVML_THROTTLE=g       GPU g reports hardware slowdown + software power cap
+//   FAKE_NVML_ECC=g            GPU g has 1 uncorrected ECC error from the FAKE_NVML_AFTER-th
+//                              sample on (default 0: from the first, i.e. before the run)
+//   FAKE_NVML_PCIE=g           GPU g's link runs at Gen3 x8 of Gen5 x16
+//   FAKE_NVML_NVLINK_DOWN=g    GPU g has 16 of 18 NVLink links up (the others 18)
+//   FAKE_NVML_AFTER=n          sample (utilization read) from which the faults above appear
+// Every GPU is 90% busy (so PCIe is judged under load), draws 350 + 10 g W of 700 W, runs at
+// 1980 MHz SM / 2619 MHz memory and 45 + g degrees.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Gpu {
+  long samples = 0;  // utilization reads: one per sample
+};
+struct Script {
+  int gpus = 2;
+  int init_rc = 0;
+  std::string unsupported;
+  int throttle = -1, ecc = -1, pcie = -1, nvlink_down = -1;
+  long after = 0;
+  std::vector<Gpu> state;
+};
+Script& script() {
+  static Script s;  // the stand-in's own state: one per process, as NVML's
+  return s;
+}
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+bool unsupported(const char* what) {
+  const std::string& list = script().unsupported;
+  const std::string key = std::string(",") + what + ",";
+  return ("," + list + ",").find(key) != std::string::npos;
+}
+int index_of(void* dev) {
+  return static_cast<int>(reinterpret_cast<std::intptr_t>(dev)) - 1;
+}
+bool faulty(int g, int which) {
+  return g == which && script().state[static_cast<std::size_t>(g)].samples > script().after;
+}
+constexpr int kSuccess = 0, kInvalid = 2, kNotSupported = 3;
+
+struct Utilization {
+  unsigned gpu, memory;
+};
+struct Memory {
+  unsigned long long total, free, used;
+};
+struct PciInfo {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+
+}  // namespace
+
+extern "C" {
+
+int nvmlInit_v2() {
+  Script& s = script();
+  s.gpus = env_int("FAKE_NVML_GPUS", 2);
+  s.init_rc = env_int("FAKE_NVML_INIT", 0);
+  const char* u = std::getenv("FAKE_NVML_UNSUPPORTED");
+  s.unsupported = u != nullptr ? u : "";
+  s.throttle = env_int("FAKE_NVML_THROTTLE", -1);
+  s.ecc = env_int("FAKE_NVML_ECC", -1);
+  s.pcie = env_int("FAKE_NVML_PCIE", -1);
+  s.nvlink_down = env_int("FAKE_NVML_NVLINK_DOWN", -1);
+  s.after = env_int("FAKE_NVML_AFTER", 0) - 1;  // "from the n-th sample": samples counted from 1
+  s.state.assign(static_cast<std::size_t>(s.gpus), Gpu{});
+  return s.init_rc;
+}
+int nvmlShutdown() {
+  return kSuccess;
+}
+const char* nvmlErrorString(int rc) {
+  switch (rc) {
+    case 3:
+      return "Not Supported";
+    case 9:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
+  }
+}
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  *count = static_cast<unsigned>(script().gpus);
+  return kSuccess;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** dev) {
+  if (index >= static_cast<unsigned>(script().gpus)) return kInvalid;
+  *dev = reinterpret_cast<void*>(static_cast<std::intptr_t>(index) + 1);
+  return kSuccess;
+}
+int nvmlDeviceGetPciInfo_v3(void* dev, PciInfo* pci) {
+  std::memset(pci, 0, sizeof *pci);
+  std::snprintf(pci->bus_id, sizeof pci->bus_id, "00000000:%02X:00.0", 0x1b + index_of(dev));
+  return kSuccess;
+}
+int nvmlDeviceGetUtilizationRates(void* dev, Utilization* u) {
+  ++script().state[static_cast<std::size_t>(index_of(dev))].samples;
+  u->gpu = 90;
+  u->memory = 40;
+  return kSuccess;
+}
+int nvmlDeviceGetMemoryInfo(void*, Memory* m) {
+  m->total = 80ull << 30;
+  m->used = 20ull << 30;
+  m->free = m->total - m->used;
+  return kSuccess;
+}
+int nvmlDeviceGetPowerUsage(void* dev, unsigned* mw) {
+  if (unsupported("power")) return kNotSupported;
+  *mw = static_cast<unsigned>(350000 + 10000 * index_of(dev));
+  return kSuccess;
+}
+int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  if (unsupported("power")) return kNotSupported;
+  *mw = 700000;
+  return kSuccess;
+}
+int nvmlDeviceGetTemperature(void* dev, int, unsigned* c) {
+  if (unsupported("temperature")) return kNotSupported;
+  *c = static_cast<unsigned>(45 + index_of(dev));
+  return kSuccess;
+}
+int nvmlDeviceGetClockInfo(void*, int type, unsigned* mhz) {
+  if (unsupported("clocks")) return kNotSupported;
+  *mhz = type == 1 ? 1980 : 2619;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void* dev, unsigned long long* reasons) {
+  if (unsupported("reasons")) return kNotSupported;
+  *reasons = faulty(index_of(dev), script().throttle) ? 0x8 | 0x4 : 0;
+  return kSuccess;
+}
+int nvmlDeviceGetTotalEccErrors(void* dev, int type, int, unsigned long long* count) {
+  if (unsupported("ecc")) return kNotSupported;
+  *count = type == 1 && faulty(index_of(dev), script().ecc) ? 1 : 0;
+  return kSuccess;
+}
+int nvmlDeviceGetRemappedRows(void*, unsigned* corr, unsigned* unc, unsigned* pending,
+                              unsigned* failed) {
+  if (unsupported("remap")) return kNotSupported;
+  *corr = *unc = *pending = *failed = 0;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrPcieLinkGeneration(void* dev, unsigned* gen) {
+  if (unsupported("pcie")) return kNotSupported;
+  *gen = faulty(index_of(dev), script().pcie) ? 3 : 5;
+  return kSuccess;
+}
+int nvmlDeviceGetCurrPcieLinkWidth(void* dev, unsigned* width) {
+  if (unsupported("pcie")) return kNotSupported;
+  *width = faulty(index_of(dev), script().pcie) ? 8 : 16;
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* gen) {
+  if (unsupported("pcie")) return kNotSupported;
+  *gen = 5;
+  return kSuccess;
+}
+int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* width) {
+  if (unsupported("pcie")) return kNotSupported;
+  *width = 16;
+  return kSuccess;
+}
+int nvmlDeviceGetNvLinkState(void* dev, unsigned link, int* active) {
+  if (unsupported("nvlink")) return kNotSupported;
+  if (link >= 18) return kInvalid;
+  // Links are counted at open (before any sample); the fault shows from the first sample on.
+  const int g = index_of(dev);
+  *active = g == script().nvlink_down && script().state[static_cast<std::size_t>(g)].samples > 0 &&
+                    link >= 16
+                ? 0
+                : 1;
+  return kSuccess;
+}
+int nvmlDeviceGetMigMode(void*, unsigned* current, unsigned* pending) {
+  *current = *pending = 0;
+  return kSuccess;
+}
+
+}  // extern "C"

@@ -310,6 +310,46 @@ elif [[ -n "$phase_skip" ]]; then
   results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|$phase_skip")
 fi
 
+# ---------------------------------------------------------------- telemetry of that run
+# The sampler read this GPU through the real NVML while the phases ran (docs/telemetry.md):
+# the power, clock and temperature range per phase, the throttle reasons seen, what NVML could
+# not give, and the telemetry checks.
+if [[ -f "$out/phases.h5" ]]; then
+  grep -E 'telemetry' "$out/phases.log" | cut -c1-200 | head -8
+  py=python3  # the one with h5py (Debian's python3-h5py is /usr/bin's)
+  /usr/bin/python3 -c 'import h5py' 2>/dev/null && py=/usr/bin/python3
+  if "$py" - "$out/phases.h5" >"$out/telemetry.txt" 2>&1 <<'PY'; then
+import sys, h5py
+g = h5py.File(sys.argv[1], "r")["/telemetry/node0"]
+a = lambda k: g.attrs[k].decode() if isinstance(g.attrs[k], bytes) else str(g.attrs[k])
+dev, sig = a("devices").split(","), a("signals").split(",")
+stats, phases = g["stats"][()], a("phases").split(",")
+ch = lambda d, s: [i for i in range(len(dev)) if dev[i] == d and sig[i] == s]
+gpus = sorted({d for d in dev if d.startswith("gpu")})
+if not gpus:
+    print("  no GPU sampled: " + a("notes").replace("\n", "; "))
+for d in gpus:
+    for p, name in enumerate(phases):
+        row = []
+        for s, unit in (("power", "W"), ("sm_clock", "MHz"), ("temperature", "C"), ("utilization", "%")):
+            c = ch(d, s)
+            if c:
+                lo, hi = stats[p, c[0], 0], stats[p, c[0], 2]
+                row.append("%s %.0f..%.0f %s" % (s, lo, hi, unit))
+        print("  %s %-12s %s" % (d, name, ", ".join(row)))
+print("  events: " + (a("events").replace("\n", "; ") or "none"))
+print("  not sampled: " + (a("notes").replace("\n", "; ") or "nothing"))
+print("  sampler cost: %.0f us per sample" % float(g.attrs["sample_cost_us"]))
+PY
+    cat "$out/telemetry.txt"
+    results+=("telemetry through NVML during that run|OK|$(grep -m 1 -E '^  gpu' "$out/telemetry.txt" | cut -c3-70)")
+  else
+    cat "$out/telemetry.txt"
+    results+=("telemetry through NVML during that run|FAILED|see $out/telemetry.txt")
+    failed=1
+  fi
+fi
+
 # ---------------------------------------------------------------- devices phase on the GPU
 if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 40)); then
   # 1 rank on this GPU: HBM copy and triad kernels and the copy-engine D2D copy over 1 GiB

@@ -83,15 +83,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Whether NVML's bus id and the topology's name the same device ("0000:1b:00.0" against
+// "00000000:1B:00.0" or "1b:00.0": the domain's width and the case differ between tools).
+bool same_bus(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  const std::string x = lower(a), y = lower(b);
+  const std::size_t n = std::min<std::size_t>(7, std::min(x.size(), y.size()));  // "bb:dd.f"
+  return x.compare(x.size() - n, n, y, y.size() - n, n) == 0;
+}
+
 // "gpu1 (rank 5)" when the topology ties the GPU's bus id to ranks, else "gpu1".
 std::string gpu_name(const TelemetryNode& n, const std::string& device, const RunFacts& facts) {
   const std::size_t index = std::strtoul(device.c_str() + 3, nullptr, 10);
   std::vector<std::string> ranks;
   if (index < n.gpu_bus_ids.size() && !n.gpu_bus_ids[index].empty()) {
-    const std::string bus = lower(n.gpu_bus_ids[index]);
     for (const RankInfo& r : facts.ranks) {
-      if (r.node_index == n.node && !r.gpu.pci_bus_id.empty() &&
-          lower(r.gpu.pci_bus_id).ends_with(bus.size() > 7 ? bus.substr(bus.size() - 7) : bus)) {
+      if (r.node_index == n.node && same_bus(n.gpu_bus_ids[index], r.gpu.pci_bus_id)) {
         ranks.push_back(std::to_string(r.rank));
       }
     }
@@ -309,38 +316,46 @@ void pcie_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<
   out.insert(out.end(), found.begin(), found.end());
 }
 
+// "gemm (sw_power_cap, hw_slowdown; power up to 700 W of 700 W; up to 83 C)" when `gpu` was
+// slowed for power or heat in phase `p`, else "".
+std::string throttled_in(const TelemetryNode& n, const std::string& gpu, std::size_t p) {
+  const int reasons = n.channel(gpu, tg::kClockReasons);
+  if (reasons < 0) return "";
+  // The phase's samples: those taken after the previous phase ended (the node summarised each
+  // phase's samples apart, so no decimation window spans two phases).
+  const double from = p == 0 ? -std::numeric_limits<double>::infinity() : n.phase_end_us[p - 1];
+  const unsigned long long bits =
+      bits_in(n, static_cast<std::size_t>(reasons), from, n.phase_end_us[p]) &
+      telemetry::kThrottleBits;
+  if (bits == 0) return "";
+  const auto high = [&](const char* signal) {
+    const int c = n.channel(gpu, signal);
+    return c >= 0 ? n.stat(p, static_cast<std::size_t>(c), kMax)
+                  : std::numeric_limits<double>::quiet_NaN();
+  };
+  std::string text = n.phases[p] + " (" + telemetry::throttle_reasons_text(bits);
+  if (std::isfinite(high(tg::kPower))) {
+    text += "; power up to " + num(high(tg::kPower)) + " W";
+    if (std::isfinite(high(tg::kPowerLimit))) text += " of " + num(high(tg::kPowerLimit)) + " W";
+  }
+  if (std::isfinite(high(tg::kTemperature)))
+    text += "; up to " + num(high(tg::kTemperature)) + " C";
+  return text + ")";
+}
+
 void throttling_checks(const TelemetryFindings& t, const RunFacts& facts,
                        std::vector<Finding>& out) {
   std::size_t gpus = 0;
   std::vector<Finding> found;
   for (const TelemetryNode& n : t.nodes) {
     for (const std::string& g : n.gpus()) {
-      const int reasons = n.channel(g, tg::kClockReasons);
-      if (reasons < 0) continue;
+      if (n.channel(g, tg::kClockReasons) < 0) continue;
       ++gpus;
-      const int power = n.channel(g, tg::kPower), limit = n.channel(g, tg::kPowerLimit);
-      const int temp = n.channel(g, tg::kTemperature);
       std::vector<std::string> phases;
       for (std::size_t p = 0; p < n.phases.size(); ++p) {
-        // The phase's samples: those taken after the previous phase ended (the node summarised
-        // each phase's samples apart, so no decimation window spans two phases).
-        const double from =
-            p == 0 ? -std::numeric_limits<double>::infinity() : n.phase_end_us[p - 1];
-        const unsigned long long bits =
-            bits_in(n, static_cast<std::size_t>(reasons), from, n.phase_end_us[p]) &
-            telemetry::kThrottleBits;
-        if (bits == 0) continue;
-        std::string text = n.phases[p] + " (" + telemetry::throttle_reasons_text(bits);
-        if (power >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(power), kMax))) {
-          text += "; power up to " + num(n.stat(p, static_cast<std::size_t>(power), kMax)) + " W";
-          if (limit >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(limit), kMax))) {
-            text += " of " + num(n.stat(p, static_cast<std::size_t>(limit), kMax)) + " W";
-          }
+        if (std::string text = throttled_in(n, g, p); !text.empty()) {
+          phases.push_back(std::move(text));
         }
-        if (temp >= 0 && std::isfinite(n.stat(p, static_cast<std::size_t>(temp), kMax))) {
-          text += "; up to " + num(n.stat(p, static_cast<std::size_t>(temp), kMax)) + " C";
-        }
-        phases.push_back(text + ")");
       }
       if (!phases.empty()) {
         found.push_back(node_finding(facts, n, "telemetry.throttling", CheckStatus::kWarn,
@@ -461,6 +476,35 @@ std::string format_telemetry(const TelemetryFindings& t) {
   return "telemetry: " + std::to_string(t.nodes.size()) + " node(s) every " +
          std::to_string(t.interval_ms) + " ms, " + std::to_string(gpus) +
          " GPU(s); a sample cost up to " + buf + " us\n";
+}
+
+void attach_throttling(std::vector<Finding>& findings, const TelemetryFindings& t,
+                       const RunFacts& facts) {
+  if (t.nodes.empty()) return;
+  for (Finding& f : findings) {
+    if (f.rank < 0 || (f.status != CheckStatus::kWarn && f.status != CheckStatus::kFail)) continue;
+    if (!f.check.ends_with(".stragglers") && f.check != "devices.memory") continue;
+    const std::string phase = f.check.substr(0, f.check.find('.'));
+    const auto rank = std::find_if(facts.ranks.begin(), facts.ranks.end(),
+                                   [&](const RankInfo& r) { return r.rank == f.rank; });
+    if (rank == facts.ranks.end() || rank->gpu.pci_bus_id.empty()) continue;
+    const auto node = std::find_if(t.nodes.begin(), t.nodes.end(), [&](const TelemetryNode& n) {
+      return n.node == rank->node_index;
+    });
+    if (node == t.nodes.end()) continue;
+    const auto p = std::find(node->phases.begin(), node->phases.end(), phase);
+    if (p == node->phases.end()) continue;
+    for (std::size_t g = 0; g < node->gpu_bus_ids.size(); ++g) {
+      if (!same_bus(node->gpu_bus_ids[g], rank->gpu.pci_bus_id)) continue;
+      const std::string gpu = "gpu" + std::to_string(g);
+      const std::string text =
+          throttled_in(*node, gpu, static_cast<std::size_t>(p - node->phases.begin()));
+      if (!text.empty()) {
+        f.message +=
+            "; its GPU (" + gpu + ", " + node->gpu_bus_ids[g] + ") ran below its clocks in " + text;
+      }
+    }
+  }
 }
 
 }  // namespace shakedown

@@ -53,6 +53,12 @@ struct TelemetryFindings {
 };
 
 TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts);
+// A slow rank's finding (gemm.stragglers, train.stragglers, devices.memory...: a warn or fail
+// naming a rank) gains what its GPU was doing in that phase when the telemetry saw it throttled:
+// "; its GPU (gpu1, 0000:1c:00.0) ran below its clocks in gemm (sw_power_cap; power up to 700 W
+// of 700 W)". The GPU is the rank's own (the topology's bus id against NVML's).
+void attach_throttling(std::vector<Finding>& findings, const TelemetryFindings& telemetry,
+                       const RunFacts& facts);
 // One line for the summary ("telemetry: 2 nodes every 100 ms; 0 GPUs; ...") or "" when absent.
 std::string format_telemetry(const TelemetryFindings& findings);
 

@@ -219,6 +219,7 @@ RunAnalysis analyze(const RunFile& file) {
         a.gemm.findings, a.train.findings, a.checkpoint.findings, a.telemetry.findings}) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
+  attach_throttling(findings, a.telemetry, a.facts);
   a.verdict = decide(file, a, std::move(findings));
   return a;
 }

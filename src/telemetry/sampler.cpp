@@ -10,7 +10,6 @@ Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval)
     : host_(std::move(host)), nvml_(std::move(nvml)), interval_(interval) {
   channels_ = host_.channels();
   if (nvml_.loaded()) {
-    nvml_note_ = "NVML: " + nvml_.library() + ", " + std::to_string(nvml_.count()) + " GPU(s)";
     for (int g = 0; g < nvml_.count(); ++g) {
       for (Channel c : gpu_signals()) {
         c.device = "gpu" + std::to_string(g);
@@ -77,7 +76,7 @@ Batch Sampler::take() {
 
 std::vector<std::string> Sampler::notes() const {
   std::vector<std::string> out = host_.notes();
-  out.push_back(nvml_note_);
+  if (!nvml_note_.empty()) out.push_back(nvml_note_);
   std::lock_guard lock(mutex_);
   out.insert(out.end(), gpu_notes_.begin(), gpu_notes_.end());
   return out;

@@ -53,7 +53,7 @@ class Sampler {
   const std::chrono::milliseconds interval_;
   std::vector<Channel> channels_;
   std::vector<std::string> bus_ids_;
-  std::string nvml_note_;
+  std::string nvml_note_;  // why there are no GPU signals, "" when NVML loaded
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

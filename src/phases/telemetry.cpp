@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "core/host.hpp"
 #include "record/schema.hpp"
@@ -12,6 +13,8 @@
 #include "runtime/mpi.hpp"
 #include "telemetry/sampler.hpp"
 #include "telemetry/summary.hpp"
+#include "topology/cpu_list.hpp"
+#include "topology/discovery.hpp"
 
 namespace shakedown {
 namespace {
@@ -57,6 +60,7 @@ void write_node(RunWriter& w, const tm::NodeMessage& m, std::size_t channels, st
   w.set_attr(group, st::kAttrEvents, events);
   w.set_attr(group, st::kAttrNotes, join_with(m.notes, "\n"));
   w.set_attr(group, st::kAttrSampleCostUs, m.sample_cost_us);
+  w.set_attr(group, st::kAttrSamplerCpus, m.sampler_cpus);
   w.append_rows(group, st::kPhaseStartUs, std::span<const double>(&p.start_us, 1), {});
   w.append_rows(group, st::kPhaseEndUs, std::span<const double>(&p.end_us, 1), {});
   const std::int64_t samples = p.samples;
@@ -72,6 +76,36 @@ void write_node(RunWriter& w, const tm::NodeMessage& m, std::size_t channels, st
   }
 }
 
+// Collective over the world. For the host's first rank: the CPUs it may use that no rank of the
+// host is bound to (the sampler's place, out of every measuring rank's way); empty when every
+// allowed CPU has a rank (or the ranks are not bound: then each may run anywhere).
+std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
+  MPI_Comm host = MPI_COMM_NULL;
+  SD_MPI_CHECK(
+      MPI_Comm_split_type(ctx.world(), MPI_COMM_TYPE_SHARED, ctx.rank(), MPI_INFO_NULL, &host));
+  const CommHandle host_handle(host);
+  const std::vector<std::string> bound = allgather_strings(host, bound_cpus());
+  std::vector<int> out;
+  const auto allowed = parse_cpu_list(self.allowed_cpus);
+  if (!allowed) return out;
+  std::set<int> used;
+  for (const std::string& text : bound) {
+    const auto cpus = parse_cpu_list(text);
+    if (!cpus) return out;  // a rank's binding unknown: nothing is known to be free
+    used.insert(cpus->begin(), cpus->end());
+  }
+  for (int cpu : *allowed) {
+    if (used.count(cpu) == 0) out.push_back(cpu);
+  }
+  return out;
+}
+
+std::string cpu_text(const std::vector<int>& cpus) {
+  std::vector<std::string> parts;
+  for (int c : cpus) parts.push_back(std::to_string(c));
+  return join_with(parts, ",");
+}
+
 }  // namespace
 
 std::string nvml_library_to_load() {
@@ -84,6 +118,7 @@ std::string nvml_library_to_load() {
 TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telemetry.enabled) {
   if (!enabled_) return;
   const TelemetryConfig& cfg = env.config.telemetry;
+  const std::vector<int> cpus = free_cpus(env.ctx, env.self);
   if (env.ctx.local_rank() == 0) {
     // NVML only where an NVIDIA driver is (a CPU host has nothing for it to say, and the library
     // is not loaded for nothing), or where a test names its stand-in.
@@ -94,7 +129,8 @@ TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telem
                         : tm::Nvml::absent("no NVIDIA driver on this host (/proc/driver/nvidia)");
     tm::HostReader host;
     sampler_ = std::make_unique<tm::Sampler>(std::move(host), std::move(nvml),
-                                             std::chrono::milliseconds(cfg.interval_ms));
+                                             std::chrono::milliseconds(cfg.interval_ms), cpus);
+    sampler_cpus_ = cpus.empty() ? "shared with the ranks (no CPU free of them)" : cpu_text(cpus);
     summarizer_ = std::make_unique<tm::NodeSummarizer>(sampler_->channels(),
                                                        cfg.decimate_ms * 1000.0, cfg.keep == "all");
   }
@@ -126,6 +162,7 @@ void TelemetryRun::record_phase(const std::string& name, double start_us, double
     m.phase = summarizer_->summarize(name, start_us - offset, end_us - offset, batch);
     if (m.with_header) m.base = summarizer_->base();
     m.notes = sampler_->notes();
+    m.sampler_cpus = sampler_cpus_;
     m.sample_cost_us = sampler_->sample_cost_us();
     header_sent_ = true;
     mine = tm::pack(m);

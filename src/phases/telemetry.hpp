@@ -33,6 +33,7 @@ class TelemetryRun {
   PhaseEnv& env_;
   bool enabled_ = false;
   bool header_sent_ = false;
+  std::string sampler_cpus_;  // node leaders: where the sampler runs, for the record
   std::unique_ptr<telemetry::Sampler> sampler_;            // node leaders
   std::unique_ptr<telemetry::NodeSummarizer> summarizer_;  // node leaders
   struct Written {  // rank 0: what each node's group says so far

@@ -314,6 +314,9 @@ constexpr AttrSpec kAttrs[] = {
      "per phase, what kept it at full rate (\"<phase>: gpu1 throttled (hw_slowdown)\")"},
     {kTelemetryNodeTemplate, telemetry::kAttrSampleCostUs, "float64",
      "the sampler's mean time per sample"},
+    {kTelemetryNodeTemplate, telemetry::kAttrSamplerCpus, "string",
+     "the CPUs the sampler ran on (none of the host's ranks is bound to them), or why it shared "
+     "theirs"},
     {kAnalysisGroup, kAttrVerdict, "string", "the verdict's headline"},
     {kAnalysisGroup, kAttrExitCode, "int64", "0 pass, 1 a check failed, 3 corruption"},
     {kAnalysisGroup, kAttrTested, "string", "what was measured, in words"},

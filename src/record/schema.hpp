@@ -673,6 +673,7 @@ inline constexpr const char* kAttrPhases = "phases";          // comma-separated
 inline constexpr const char* kAttrNotes = "notes";            // one per line
 inline constexpr const char* kAttrEvents = "events";          // "<phase>: <what>" one per line
 inline constexpr const char* kAttrSampleCostUs = "sample_cost_us";
+inline constexpr const char* kAttrSamplerCpus = "sampler_cpus";
 }  // namespace telemetry
 
 // ---- /analysis/ ----  written by `run` when the run completes; `summary` recomputes the same

@@ -1,13 +1,16 @@
 #include "telemetry/sampler.hpp"
 
+#include <sched.h>
+
 #include <utility>
 
 #include "runtime/clock.hpp"
 
 namespace shakedown::telemetry {
 
-Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval)
-    : host_(std::move(host)), nvml_(std::move(nvml)), interval_(interval) {
+Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
+                 std::vector<int> cpus)
+    : host_(std::move(host)), nvml_(std::move(nvml)), interval_(interval), cpus_(std::move(cpus)) {
   channels_ = host_.channels();
   if (nvml_.loaded()) {
     for (int g = 0; g < nvml_.count(); ++g) {
@@ -43,6 +46,16 @@ void Sampler::sample_once(std::vector<double>& row) {
 }
 
 void Sampler::run() {
+  if (!cpus_.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus_) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    }
+    // This thread only (pid 0): a CPU the cgroup forbids leaves it where it was, which is
+    // still correct, only not out of the way.
+    sched_setaffinity(0, sizeof set, &set);
+  }
   std::vector<double> row(channels_.size());
   auto next = std::chrono::steady_clock::now();
   for (;;) {

@@ -26,8 +26,11 @@ struct Batch {
 
 class Sampler {
  public:
-  // Takes a first sample at once, then one every `interval` until destroyed.
-  Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval);
+  // Takes a first sample at once, then one every `interval` until destroyed. With `cpus`, the
+  // thread runs only on those (CPUs no rank is bound to, so it never takes a measuring rank's
+  // core); empty: where the process may run.
+  Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
+          std::vector<int> cpus = {});
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
   ~Sampler();  // stops the thread
@@ -51,6 +54,7 @@ class Sampler {
   HostReader host_;
   Nvml nvml_;
   const std::chrono::milliseconds interval_;
+  const std::vector<int> cpus_;
   std::vector<Channel> channels_;
   std::vector<std::string> bus_ids_;
   std::string nvml_note_;  // why there are no GPU signals, "" when NVML loaded

@@ -225,6 +225,7 @@ std::string pack(const NodeMessage& m) {
   }
   w.put(m.notes);
   w.put(m.sample_cost_us);
+  w.put(m.sampler_cpus);
   const NodePhase& p = m.phase;
   w.put(p.phase);
   w.put(p.start_us);
@@ -260,6 +261,7 @@ NodeMessage unpack(const std::string& bytes) {
   }
   m.notes = r.texts();
   m.sample_cost_us = r.get<double>();
+  m.sampler_cpus = r.text();
   NodePhase& p = m.phase;
   p.phase = r.text();
   p.start_us = r.get<double>();

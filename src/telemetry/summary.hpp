@@ -64,6 +64,7 @@ struct NodeMessage {
   std::vector<std::string> bus_ids;  // with_header only
   std::vector<std::string> notes;    // every phase (NVML's grow as signals fail)
   double sample_cost_us = 0;
+  std::string sampler_cpus;  // "5,6,7" or why it shares the ranks' CPUs
   NodePhase phase;
 };
 std::string pack(const NodeMessage& message);

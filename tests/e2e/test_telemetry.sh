@@ -6,7 +6,8 @@
 # series) and passes; a run whose stand-in scripts an uncorrected ECC error, a throttling GPU, a
 # down-trained PCIe link and NVLink links down fails naming the node, the GPU and the phase, and
 # keeps the full-rate series; without NVML (this machine has no NVIDIA driver) the GPU checks say
-# SKIP and why; telemetry.enabled false records nothing; a bad key is exit 2 naming it.
+# SKIP and why; the sampler runs on a CPU no rank is bound to when there is one; telemetry.enabled
+# false records nothing; a bad key is exit 2 naming it.
 source "$(dirname "$0")/lib.sh"
 : "${SHAKEDOWN_FAKE_NVML:?set by ctest: the scripted NVML stand-in}"
 phases=(--phases inventory,gemm --set gemm.iters=3)
@@ -86,6 +87,17 @@ expect_in "$TMP/cpu.detail" "^telemetry: 1 node\(s\) every 100 ms, 0 GPU\(s\)" "
 expect_in "$TMP/cpu.detail" "\[SKIP\] telemetry.gpu_errors: no GPU was sampled" "gpu_errors skips"
 expect_in "$TMP/cpu.detail" "no GPU signals: no NVIDIA driver on this host" "coverage says why"
 if [[ -d /proc/driver/nvidia ]]; then skip "this host has an NVIDIA driver: the CPU-only case above does not apply"; fi
+
+# The sampler runs off the ranks' CPUs when some are free: one rank bound to a core leaves the
+# other core to it (this machine has at least 2); unbound ranks may run anywhere, so it shares.
+"$MPIRUN" -n 1 --bind-to core "$SHAKEDOWN" run --phases inventory --out "$TMP/bound.h5" \
+  >"$TMP/bound.out" 2>&1
+expect_rc 0 $? "one bound rank"
+bound=$(h5dump -a /telemetry/node0/sampler_cpus "$TMP/bound.h5" | sed -n 's/.*(0): "\(.*\)"/\1/p')
+[[ "$bound" =~ ^[0-9,]+$ && ! "$bound" =~ (^|,)0(,|$) ]] ||
+  fail "the sampler should run on CPUs other than the bound rank's core 0, not '$bound'"
+h5dump -a /telemetry/node0/sampler_cpus "$TMP/cpu.h5" | grep "shared with the ranks" >/dev/null ||
+  fail "unbound ranks: the sampler should say it shares their CPUs"
 
 # Off: nothing recorded, no telemetry check.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --set telemetry.enabled=false \

@@ -101,6 +101,7 @@ TEST(TelemetrySummary, MessagesRoundTrip) {
   m.bus_ids = {"0000:1b:00.0"};
   m.notes = {"no InfiniBand ports under /sys/class/infiniband", "gpu0 temperature: Not Supported"};
   m.sample_cost_us = 42.5;
+  m.sampler_cpus = "6,7";
   m.phase = s.summarize("train", 10, 20, batch_of(0, {{300, 0x8, 1}, {310, 0, 1}}));
   m.base = s.base();
   const NodeMessage back = unpack(pack(m));
@@ -112,6 +113,7 @@ TEST(TelemetrySummary, MessagesRoundTrip) {
   EXPECT_EQ(back.bus_ids, m.bus_ids);
   EXPECT_EQ(back.notes, m.notes);
   EXPECT_DOUBLE_EQ(back.sample_cost_us, 42.5);
+  EXPECT_EQ(back.sampler_cpus, "6,7");
   EXPECT_EQ(back.base.size(), 3u);
   EXPECT_EQ(back.phase.phase, "train");
   EXPECT_EQ(back.phase.events, m.phase.events);

@@ -11,6 +11,7 @@
 #include "analysis/collectives_data.hpp"
 #include "core/strings.hpp"
 #include "record/schema.hpp"
+#include "telemetry/xid.hpp"
 
 namespace shakedown {
 namespace {
@@ -147,7 +148,7 @@ unsigned long long bits_in(const TelemetryNode& n, std::size_t c, double start, 
 
 void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
                       std::vector<Finding>& out) {
-  std::size_t gpus = 0;
+  std::size_t gpus = 0, xid_watched = 0;
   std::vector<Finding> found;
   for (const TelemetryNode& n : t.nodes) {
     for (const std::string& g : n.gpus()) {
@@ -190,6 +191,35 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
           }
         }
       }
+      // Xid errors the driver logged during the run: a fault of the GPU, or (13, 31, 43, 45)
+      // usually of the application, which is a warning.
+      const int xids = n.channel(g, tg::kXidCount), last = n.channel(g, tg::kXidLast);
+      std::vector<std::string> app_xids;
+      if (xids >= 0 && !n.phases.empty() &&
+          std::isfinite(n.stat(n.phases.size() - 1, static_cast<std::size_t>(xids), kMax))) {
+        ++xid_watched;
+      }
+      if (xids >= 0) {
+        for (std::size_t p = 0; p < n.phases.size(); ++p) {
+          const double before = p == 0 ? 0.0 : n.stat(p - 1, static_cast<std::size_t>(xids), kMax);
+          const double after = n.stat(p, static_cast<std::size_t>(xids), kMax);
+          if (!(std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0))) continue;
+          const double code =
+              last >= 0 ? n.stat(p, static_cast<std::size_t>(last), kMax) : std::nan("");
+          const std::string text = num(after - (std::isfinite(before) ? before : 0.0)) +
+                                   " Xid error(s) during " + n.phases[p] +
+                                   (std::isfinite(code) ? " (last: Xid " + num(code) + ")" : "");
+          (std::isfinite(code) && telemetry::xid_from_application(static_cast<int>(code)) ? app_xids
+                                                                                          : what)
+              .push_back(text);
+        }
+      }
+      if (!app_xids.empty()) {
+        found.push_back(node_finding(facts, n, "telemetry.gpu_errors", CheckStatus::kWarn,
+                                     gpu_name(n, g, facts) + ": " + join(app_xids, "; ") +
+                                         ": an Xid the application usually causes; check the "
+                                         "kernel log if it repeats"));
+      }
       if (!what.empty()) {
         found.push_back(node_finding(facts, n, "telemetry.gpu_errors", CheckStatus::kFail,
                                      gpu_name(n, g, facts) + ": " + join(what, "; ") +
@@ -201,10 +231,15 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
     out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kSkip,
                               "no GPU was sampled (see telemetry.coverage)"));
   } else if (found.empty()) {
-    out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kPass,
-                              std::to_string(gpus) +
-                                  " GPU(s): no uncorrected ECC error, no row remapped, pending "
-                                  "or failed"));
+    out.push_back(run_finding(
+        "telemetry.gpu_errors", CheckStatus::kPass,
+        std::to_string(gpus) +
+            " GPU(s): no uncorrected ECC error, no row remapped, pending "
+            "or failed; " +
+            (xid_watched == gpus
+                 ? std::string("no Xid error in the kernel log")
+                 : std::to_string(gpus - xid_watched) + " GPU(s)' Xid errors not read (see "
+                                                        "telemetry.coverage)")));
   }
   out.insert(out.end(), found.begin(), found.end());
 }

@@ -128,8 +128,10 @@ TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telem
                         ? tm::Nvml::open(library)
                         : tm::Nvml::absent("no NVIDIA driver on this host (/proc/driver/nvidia)");
     tm::HostReader host;
+    const char* kmsg = std::getenv("SHAKEDOWN_TEST_KERNEL_LOG");  // tests: a file they write
     sampler_ = std::make_unique<tm::Sampler>(std::move(host), std::move(nvml),
-                                             std::chrono::milliseconds(cfg.interval_ms), cpus);
+                                             std::chrono::milliseconds(cfg.interval_ms), cpus,
+                                             kmsg != nullptr && *kmsg ? kmsg : "/dev/kmsg");
     sampler_cpus_ = cpus.empty() ? "shared with the ranks (no CPU free of them)" : cpu_text(cpus);
     summarizer_ = std::make_unique<tm::NodeSummarizer>(sampler_->channels(),
                                                        cfg.decimate_ms * 1000.0, cfg.keep == "all");

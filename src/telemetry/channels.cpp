@@ -47,7 +47,9 @@ const std::vector<Channel>& gpu_signals() {
       {"", gpu::kPcieMaxGen, "gen", Kind::kGauge},
       {"", gpu::kPcieMaxWidth, "lanes", Kind::kGauge},
       {"", gpu::kNvlinkActive, "links", Kind::kGauge},
-      {"", gpu::kMigMode, "flag", Kind::kBits}};
+      {"", gpu::kMigMode, "flag", Kind::kBits},
+      {"", gpu::kXidCount, "errors", Kind::kCounter},
+      {"", gpu::kXidLast, "code", Kind::kGauge}};
   return kSignals;
 }
 

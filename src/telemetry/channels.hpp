@@ -53,8 +53,12 @@ inline constexpr const char* kPcieMaxGen = "pcie_max_gen";
 inline constexpr const char* kPcieMaxWidth = "pcie_max_width";
 inline constexpr const char* kNvlinkActive = "nvlink_active";  // links up
 inline constexpr const char* kMigMode = "mig_mode";            // 1: MIG enabled
+// From the kernel log, not NVML (telemetry/xid.hpp): Xid errors of this GPU since the run began.
+inline constexpr const char* kXidCount = "xid_count";
+inline constexpr const char* kXidLast = "xid_last";  // the last one's code
 }  // namespace gpu
-// Every GPU signal, its unit and kind, in the order the sampler reads them.
+// Every GPU signal, its unit and kind, in the order the sampler reads them (NVML's, then the
+// kernel log's Xid count and last code).
 const std::vector<Channel>& gpu_signals();  // device left empty
 
 // NVML's clock event (throttle) reason bits that mean the GPU ran slower than it could for a

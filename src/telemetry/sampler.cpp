@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cctype>
 #include <utility>
 
 #include "runtime/clock.hpp"
@@ -9,7 +10,7 @@
 namespace shakedown::telemetry {
 
 Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
-                 std::vector<int> cpus)
+                 std::vector<int> cpus, const std::string& kernel_log)
     : host_(std::move(host)), nvml_(std::move(nvml)), interval_(interval), cpus_(std::move(cpus)) {
   channels_ = host_.channels();
   if (nvml_.loaded()) {
@@ -20,6 +21,10 @@ Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
       }
       bus_ids_.push_back(nvml_.bus_id(g));
     }
+    xid_.emplace(kernel_log);
+    xid_count_.assign(static_cast<std::size_t>(nvml_.count()), 0.0);
+    xid_last_.assign(static_cast<std::size_t>(nvml_.count()), kNaN);
+    if (!xid_->readable()) xid_notes_.push_back("no Xid errors: " + xid_->why());
   } else {
     nvml_note_ = "no GPU signals: " + nvml_.why();
   }
@@ -42,6 +47,38 @@ void Sampler::sample_once(std::vector<double>& row) {
   for (int g = 0; g < nvml_.count(); ++g) {
     nvml_.read(g, std::span<double>(
                       row.data() + host_channels + static_cast<std::size_t>(g) * per_gpu, per_gpu));
+  }
+  read_xids(row);
+}
+
+void Sampler::read_xids(std::vector<double>& row) {
+  if (!xid_ || !xid_->readable()) return;  // NaN: not watched (the notes say why)
+  const std::size_t host_channels = host_.channels().size();
+  const std::size_t per_gpu = gpu_signals().size();
+  for (const XidEvent& e : xid_->poll()) {
+    // The driver writes "0000:1b:00", NVML "0000:1b:00.0".
+    std::string bus = e.bus;
+    for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool matched = false;
+    for (std::size_t g = 0; g < bus_ids_.size(); ++g) {
+      if (!bus.empty() && bus_ids_[g].rfind(bus, 0) == 0) {
+        xid_count_[g] += 1;
+        xid_last_[g] = e.code;
+        matched = true;
+      }
+    }
+    if (!matched) {
+      std::lock_guard lock(mutex_);
+      if (xid_notes_.size() < 16) {
+        xid_notes_.push_back("Xid " + std::to_string(e.code) + " of " + e.bus +
+                             ", a device NVML does not list: " + e.text);
+      }
+    }
+  }
+  for (std::size_t g = 0; g < xid_count_.size(); ++g) {
+    const std::size_t at = host_channels + g * per_gpu + per_gpu - 2;  // the last two signals
+    row[at] = xid_count_[g];
+    row[at + 1] = xid_last_[g];
   }
 }
 
@@ -92,6 +129,7 @@ std::vector<std::string> Sampler::notes() const {
   if (!nvml_note_.empty()) out.push_back(nvml_note_);
   std::lock_guard lock(mutex_);
   out.insert(out.end(), gpu_notes_.begin(), gpu_notes_.end());
+  out.insert(out.end(), xid_notes_.begin(), xid_notes_.end());
   return out;
 }
 

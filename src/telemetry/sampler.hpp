@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "telemetry/channels.hpp"
 #include "telemetry/host.hpp"
 #include "telemetry/nvml.hpp"
+#include "telemetry/xid.hpp"
 
 namespace shakedown::telemetry {
 
@@ -29,8 +31,9 @@ class Sampler {
   // Takes a first sample at once, then one every `interval` until destroyed. With `cpus`, the
   // thread runs only on those (CPUs no rank is bound to, so it never takes a measuring rank's
   // core); empty: where the process may run.
+  // With NVML loaded it also reads the GPUs' Xid errors from `kernel_log` (written from now on).
   Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
-          std::vector<int> cpus = {});
+          std::vector<int> cpus = {}, const std::string& kernel_log = "/dev/kmsg");
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
   ~Sampler();  // stops the thread
@@ -50,6 +53,7 @@ class Sampler {
  private:
   void run();
   void sample_once(std::vector<double>& row);
+  void read_xids(std::vector<double>& row);
 
   HostReader host_;
   Nvml nvml_;
@@ -57,13 +61,16 @@ class Sampler {
   const std::vector<int> cpus_;
   std::vector<Channel> channels_;
   std::vector<std::string> bus_ids_;
-  std::string nvml_note_;  // why there are no GPU signals, "" when NVML loaded
+  std::string nvml_note_;                     // why there are no GPU signals, "" when NVML loaded
+  std::optional<XidReader> xid_;              // with NVML only
+  std::vector<double> xid_count_, xid_last_;  // per GPU; the sampler thread's
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
   Batch batch_;                         // guarded by mutex_
   std::vector<std::string> gpu_notes_;  // guarded by mutex_
+  std::vector<std::string> xid_notes_;  // guarded by mutex_
   double cost_sum_us_ = 0;              // guarded by mutex_
   long samples_ = 0;                    // guarded by mutex_
   std::thread thread_;                  // last: started once everything above exists

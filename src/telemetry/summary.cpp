@@ -101,7 +101,7 @@ class Reader {
 
 bool is_error_counter(const std::string& signal) {
   return signal == gpu::kEccUncorrected || signal == gpu::kRemappedUncorrectable ||
-         is_link_error(signal);
+         signal == gpu::kXidCount || is_link_error(signal);
 }
 
 NodeSummarizer::NodeSummarizer(std::vector<Channel> channels, double window_us, bool keep_all)
@@ -127,7 +127,9 @@ NodePhase NodeSummarizer::summarize(const std::string& name, double start_us, do
     for (std::size_t t = 0; t < nt; ++t) {
       double& v = values[t * nc + c];
       if (!std::isfinite(v)) continue;
-      if (!std::isfinite(base_[c])) base_[c] = v;
+      // The Xid count starts at the run (the sampler's own count): an Xid in the first sample is
+      // one of the run's, not a value from before it.
+      if (!std::isfinite(base_[c])) base_[c] = channels_[c].signal == gpu::kXidCount ? 0.0 : v;
       v -= base_[c];
     }
   }

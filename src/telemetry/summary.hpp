@@ -50,7 +50,8 @@ class NodeSummarizer {
 };
 
 // Whether an increase of this counter is a fault (the node keeps the full series; the checks
-// fail): uncorrected ECC errors, uncorrectable remapped rows, InfiniBand error counters.
+// judge it): uncorrected ECC errors, uncorrectable remapped rows, Xid errors, InfiniBand error
+// counters.
 bool is_error_counter(const std::string& signal);
 
 // What a node sends rank 0 after a phase, and rank 0 reads back: the phase, and once (the

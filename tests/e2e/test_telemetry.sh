@@ -3,8 +3,8 @@
 # node leaders sample the same machine), GPUs played by the scripted NVML stand-in
 # (tests/support/fake_nvml.cpp, loaded through the sampler's own dlopen path). A healthy run
 # records /telemetry/node0 and node1 (channels, per-phase stats, decimated series, no full-rate
-# series) and passes; a run whose stand-in scripts an uncorrected ECC error, a throttling GPU, a
-# down-trained PCIe link and NVLink links down fails naming the node, the GPU and the phase, and
+# series) and passes; a run whose stand-in scripts an uncorrected ECC error, an Xid, a throttling
+# GPU, a down-trained PCIe link and NVLink links down fails naming the node, the GPU and the phase, and
 # keeps the full-rate series; without NVML (this machine has no NVIDIA driver) the GPU checks say
 # SKIP and why; the sampler runs on a CPU no rank is bound to when there is one; telemetry.enabled
 # false records nothing; a bad key is exit 2 naming it.
@@ -27,7 +27,7 @@ for node in ("node0", "node1"):
     g = f["/telemetry/" + node]
     a = lambda k: g.attrs[k].decode() if isinstance(g.attrs[k], bytes) else g.attrs[k]
     devices, signals = a("devices").split(","), a("signals").split(",")
-    assert len(devices) == len(signals) == 5 + 2 * 20, (node, len(devices))
+    assert len(devices) == len(signals) == 5 + 2 * 22, (node, len(devices))
     assert devices[:5] == ["host"] * 5 and devices[5] == "gpu0" and devices[-1] == "gpu1", devices
     assert a("phases") == "inventory,gemm", a("phases")
     assert a("gpu_bus_ids") == "0000:1b:00.0,0000:1c:00.0", a("gpu_bus_ids")
@@ -35,7 +35,7 @@ for node in ("node0", "node1"):
     assert g["stats"].shape == (2, c, 3), g["stats"].shape
     assert g["stats"].dtype == np.float32
     s = g["stats"][()]
-    power = signals.index("power") + 20  # gpu1's power: 360 W in every sample
+    power = signals.index("power") + 22  # gpu1's power: 360 W in every sample
     assert (s[:, power, :] == 360).all(), s[:, power, :]
     assert (g["phase_samples"][()] >= 1).all(), g["phase_samples"][()]
     assert (g["phase_end_us"][()] > g["phase_start_us"][()]).all()
@@ -48,16 +48,19 @@ expect_in "$TMP/ok.summary" "\[PASS\] telemetry: coverage, gpu_errors, links, pc
 "$SHAKEDOWN" summary --detail "$TMP/ok.h5" >"$TMP/ok.detail"
 expect_in "$TMP/ok.detail" "^telemetry: 2 node\(s\) every 100 ms, 4 GPU\(s\); a sample cost up to [0-9]+ us" "--detail: the sampler's line"
 
-# GPU 1 of each node: 1 uncorrected ECC error and 16 of 18 NVLink links; GPU 0 throttled for power
-# and a hardware slowdown, its PCIe link at Gen3 x8 while 90% busy.
+# GPU 1 of each node: 1 uncorrected ECC error, 16 of 18 NVLink links and an Xid 79 in the kernel
+# log; GPU 0 throttled for power and a hardware slowdown, its PCIe link at Gen3 x8 while 90% busy.
+: >"$TMP/kmsg"  # the kernel log the sampler reads; the stand-in "logs" GPU 1's Xid 79 there
 "$MPIRUN" -n 4 -x SHAKEDOWN_TEST_NVML_LIBRARY="$SHAKEDOWN_FAKE_NVML" -x FAKE_NVML_ECC=1 \
   -x FAKE_NVML_THROTTLE=0 -x FAKE_NVML_PCIE=0 -x FAKE_NVML_NVLINK_DOWN=1 \
+  -x FAKE_NVML_XID=1,79 -x FAKE_NVML_KERNEL_LOG="$TMP/kmsg" -x SHAKEDOWN_TEST_KERNEL_LOG="$TMP/kmsg" \
   "$SHAKEDOWN" run --virtual-nodes 2 "${phases[@]}" --out "$TMP/bad.h5" >"$TMP/bad.out" 2>&1
 expect_rc 1 $? "scripted GPU faults fail the run"
 # A failed check's first finding is on its line, the others (node 1's) indented below it.
 for node in 0 1; do
   if [[ $node == 0 ]]; then at="  \[FAIL\] telemetry\.[a-z_]+: "; else at="^         "; fi
   expect_in "$TMP/bad.out" "${at/[a-z_]+/gpu_errors}node $node \(host [^)]*\): gpu1 \(0000:1c:00.0\): 1 uncorrected ECC error\(s\) before the run" "ECC on node $node"
+  expect_in "$TMP/bad.out" "${at/[a-z_]+/gpu_errors}node $node \(host [^)]*\): gpu1 \(0000:1c:00.0\): 1 uncorrected ECC error\(s\) before the run; [0-9]+ Xid error\(s\) during inventory \(last: Xid 79\)" "Xid on node $node"
   expect_in "$TMP/bad.out" "${at/[a-z_]+/links}node $node \(host [^)]*\): gpu1 \(0000:1c:00.0\): 16 NVLink link\(s\) up, the node's others 18" "NVLink on node $node"
   expect_in "$TMP/bad.out" "${at/[a-z_]+/pcie}node $node \(host [^)]*\): gpu0 \(0000:1b:00.0\): PCIe link at most Gen3 x8 of Gen5 x16 while 90% busy in inventory" "PCIe on node $node"
 done

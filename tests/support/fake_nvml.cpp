@@ -11,9 +11,13 @@
 //                              sample on (default 0: from the first, i.e. before the run)
 //   FAKE_NVML_PCIE=g           GPU g's link runs at Gen3 x8 of Gen5 x16
 //   FAKE_NVML_NVLINK_DOWN=g    GPU g has 16 of 18 NVLink links up (the others 18)
+//   FAKE_NVML_XID=g,code       at its FAKE_NVML_AFTER-th sample GPU g's driver "logs" Xid `code`:
+//                              a kernel log line appended to FAKE_NVML_KERNEL_LOG (the file the
+//                              sampler reads as the kernel log in tests)
 //   FAKE_NVML_AFTER=n          sample (utilization read) from which the faults above appear
 // Every GPU is 90% busy (so PCIe is judged under load), draws 350 + 10 g W of 700 W, runs at
 // 1980 MHz SM / 2619 MHz memory and 45 + g degrees.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +34,8 @@ struct Script {
   int gpus = 2;
   int init_rc = 0;
   std::string unsupported;
-  int throttle = -1, ecc = -1, pcie = -1, nvlink_down = -1;
+  int throttle = -1, ecc = -1, pcie = -1, nvlink_down = -1, xid_gpu = -1, xid_code = 0;
+  std::string kernel_log;
   long after = 0;
   std::vector<Gpu> state;
 };
@@ -82,6 +87,13 @@ int nvmlInit_v2() {
   s.pcie = env_int("FAKE_NVML_PCIE", -1);
   s.nvlink_down = env_int("FAKE_NVML_NVLINK_DOWN", -1);
   s.after = env_int("FAKE_NVML_AFTER", 0) - 1;  // "from the n-th sample": samples counted from 1
+  if (const char* x = std::getenv("FAKE_NVML_XID");
+      x != nullptr && std::strchr(x, ',') != nullptr) {
+    s.xid_gpu = std::atoi(x);
+    s.xid_code = std::atoi(std::strchr(x, ',') + 1);
+  }
+  const char* log = std::getenv("FAKE_NVML_KERNEL_LOG");
+  s.kernel_log = log != nullptr ? log : "";
   s.state.assign(static_cast<std::size_t>(s.gpus), Gpu{});
   return s.init_rc;
 }
@@ -113,7 +125,18 @@ int nvmlDeviceGetPciInfo_v3(void* dev, PciInfo* pci) {
   return kSuccess;
 }
 int nvmlDeviceGetUtilizationRates(void* dev, Utilization* u) {
-  ++script().state[static_cast<std::size_t>(index_of(dev))].samples;
+  Script& s = script();
+  const int g = index_of(dev);
+  const long sample = ++s.state[static_cast<std::size_t>(g)].samples;
+  if (g == s.xid_gpu && sample == std::max(1L, s.after + 1) && !s.kernel_log.empty()) {
+    if (FILE* f = std::fopen(s.kernel_log.c_str(), "a")) {
+      std::fprintf(f,
+                   "4,1234,%ld,-;NVRM: Xid (PCI:0000:%02x:00): %d, pid='<unknown>', "
+                   "name=<unknown>, GPU has fallen off the bus.\n",
+                   sample, 0x1b + g, s.xid_code);
+      std::fclose(f);
+    }
+  }
   u->gpu = 90;
   u->memory = 40;
   return kSuccess;

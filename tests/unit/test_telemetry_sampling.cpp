@@ -14,6 +14,7 @@
 #include "telemetry/host.hpp"
 #include "telemetry/nvml.hpp"
 #include "telemetry/sampler.hpp"
+#include "telemetry/xid.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -74,7 +75,12 @@ TEST(TelemetryNvml, ReadsEverySignalOfEachGpu) {
   EXPECT_DOUBLE_EQ(v[slot(gpu::kPcieMaxWidth)], 16);
   EXPECT_DOUBLE_EQ(v[slot(gpu::kNvlinkActive)], 18);
   EXPECT_DOUBLE_EQ(v[slot(gpu::kMigMode)], 0);
-  for (double x : v) EXPECT_TRUE(std::isfinite(x));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string& signal = gpu_signals()[i].signal;
+    // The Xid signals come from the kernel log (the sampler's), not from NVML.
+    const bool from_nvml = signal != gpu::kXidCount && signal != gpu::kXidLast;
+    EXPECT_EQ(std::isfinite(v[i]), from_nvml) << signal;
+  }
   EXPECT_TRUE(nvml.unavailable().empty());
 }
 
@@ -222,6 +228,92 @@ TEST(TelemetrySampler, SamplesHostAndGpusOnItsOwnThread) {
   const auto notes = sampler.notes();
   EXPECT_NE(std::find(notes.begin(), notes.end(), "gpu1 temperature: Not Supported"), notes.end());
   EXPECT_GE(sampler.sample_cost_us(), 0.0);
+}
+
+TEST(TelemetryXid, ParsesTheDriversKernelLogLines) {
+  const auto kmsg = parse_xid(
+      "4,1234,5678,-;NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+      "fallen off the bus.");
+  ASSERT_TRUE(kmsg);
+  EXPECT_EQ(kmsg->bus, "0000:1b:00");
+  EXPECT_EQ(kmsg->code, 79);
+  EXPECT_EQ(kmsg->text.rfind("Xid (PCI:0000:1b:00): 79", 0), 0u) << kmsg->text;
+  const auto dmesg = parse_xid("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception");
+  ASSERT_TRUE(dmesg);
+  EXPECT_EQ(dmesg->code, 13);
+  EXPECT_TRUE(xid_from_application(13));
+  EXPECT_FALSE(xid_from_application(79));
+  EXPECT_FALSE(parse_xid("NVRM: loading NVIDIA UNIX x86_64 Kernel Module"));
+  EXPECT_FALSE(parse_xid("NVRM: Xid (PCI:0000:1b:00): no code"));
+  EXPECT_FALSE(parse_xid("NVRM: Xid (PCI:0000:1b:00"));
+}
+
+TEST(TelemetryXid, ReadsOnlyWhatIsWrittenAfterItStarts) {
+  shakedown::testing_support::TempDir dir;
+  const std::string log = (dir / "kmsg").string();
+  std::ofstream(log) << "NVRM: Xid (PCI:0000:1b:00): 48, before the run\n";
+  XidReader reader(log);
+  ASSERT_TRUE(reader.readable()) << reader.why();
+  EXPECT_TRUE(reader.poll().empty()) << "what was logged before the run does not count";
+  std::ofstream(log, std::ios::app) << "other line\nNVRM: Xid (PCI:0000:1c:00): 79, off the bus\n"
+                                    << "NVRM: Xid (PCI:0000:1b:00): 9";  // unfinished line
+  auto events = reader.poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].bus, "0000:1c:00");
+  std::ofstream(log, std::ios::app) << "4, half a line\n";
+  events = reader.poll();
+  ASSERT_EQ(events.size(), 1u) << "the line finished by a later write is read whole";
+  EXPECT_EQ(events[0].code, 94);
+  XidReader none((dir / "no-such-log").string());
+  EXPECT_FALSE(none.readable());
+  EXPECT_NE(none.why().find("No such file"), std::string::npos) << none.why();
+  EXPECT_TRUE(none.poll().empty());
+}
+
+TEST(TelemetryXid, TheSamplerCountsEachGpusXids) {
+  FakeNvmlEnv env;
+  shakedown::testing_support::TempDir dir;
+  const std::string log = (dir / "kmsg").string();
+  std::ofstream(log) << "";
+  env.set("FAKE_NVML_XID", "1,79");
+  env.set("FAKE_NVML_KERNEL_LOG", log.c_str());
+  Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10), {},
+                  log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const Batch b = sampler.take();
+  ASSERT_GE(b.time_us.size(), 2u);
+  const auto& ch = sampler.channels();
+  const auto at = [&](const std::string& device, const char* signal) {
+    for (std::size_t c = 0; c < ch.size(); ++c) {
+      if (ch[c].device == device && ch[c].signal == signal) return c;
+    }
+    ADD_FAILURE() << device << " " << signal;
+    return std::size_t{0};
+  };
+  const std::size_t last_row = (b.time_us.size() - 1) * ch.size();
+  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu1", gpu::kXidCount)], 1);
+  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu1", gpu::kXidLast)], 79);
+  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu0", gpu::kXidCount)], 0);
+  EXPECT_TRUE(std::isnan(b.values[last_row + at("gpu0", gpu::kXidLast)]));
+}
+
+TEST(TelemetryXid, AnUnreadableKernelLogLeavesXidsUnwatchedAndSaysWhy) {
+  FakeNvmlEnv env;
+  Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10), {},
+                  "/nonexistent/kmsg");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Batch b = sampler.take();
+  ASSERT_FALSE(b.time_us.empty());
+  const auto& ch = sampler.channels();
+  for (std::size_t c = 0; c < ch.size(); ++c) {
+    if (ch[c].signal == gpu::kXidCount) {
+      EXPECT_TRUE(std::isnan(b.values[c]));
+    }
+  }
+  const auto notes = sampler.notes();
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "no Xid errors: /nonexistent/kmsg: No such file or directory"),
+            notes.end());
 }
 
 }  // namespace

@@ -127,4 +127,21 @@ TEST(TelemetrySummary, MessagesRoundTrip) {
   EXPECT_THROW(unpack(bytes.substr(0, bytes.size() - 3)), shakedown::InternalError);
 }
 
+TEST(TelemetrySummary, AnXidInTheFirstSampleIsTheRunsOwn) {
+  // ECC counts before the run are its base; the Xid count starts with the run, so an Xid seen
+  // in the very first sample is one of the run's.
+  NodeSummarizer s({{"gpu0", gpu::kEccUncorrected, "errors", Kind::kCounter},
+                    {"gpu0", gpu::kXidCount, "errors", Kind::kCounter}},
+                   1e6, false);
+  Batch b;
+  b.time_us = {0, 1e5};
+  b.values = {3, 1, 3, 1};
+  const NodePhase p = s.summarize("inventory", 0, 2e5, b);
+  EXPECT_DOUBLE_EQ(p.stats[2], 0) << "3 ECC errors before the run: the base";
+  EXPECT_DOUBLE_EQ(p.stats[5], 1) << "the Xid counts";
+  EXPECT_EQ(p.events, "gpu0 xid_count +1");
+  EXPECT_DOUBLE_EQ(s.base()[0], 3);
+  EXPECT_DOUBLE_EQ(s.base()[1], 0);
+}
+
 }  // namespace

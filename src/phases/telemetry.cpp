@@ -9,6 +9,7 @@
 
 #include "core/host.hpp"
 #include "record/schema.hpp"
+#include "record/telemetry_rows.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/mpi.hpp"
 #include "telemetry/sampler.hpp"
@@ -26,54 +27,6 @@ std::string join_with(const std::vector<std::string>& items, const char* sep) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
   return out;
-}
-
-std::vector<float> to_float(const std::vector<double>& v) {
-  return std::vector<float>(v.begin(), v.end());
-}
-
-// Rank 0: one node's message into /telemetry/node<N>.
-void write_node(RunWriter& w, const tm::NodeMessage& m, std::size_t channels, std::string& phases,
-                std::string& events) {
-  const std::string group = schema::telemetry_node_group(m.node);
-  if (m.with_header) {
-    std::vector<std::string> devices, signals, units, kinds;
-    for (const tm::Channel& c : m.channels) {
-      devices.push_back(c.device);
-      signals.push_back(c.signal);
-      units.push_back(c.unit);
-      kinds.emplace_back(tm::kind_name(c.kind));
-    }
-    w.set_attr(group, st::kAttrNode, m.node);
-    w.set_attr(group, st::kAttrHost, m.host);
-    w.set_attr(group, st::kAttrDevices, join_with(devices, ","));
-    w.set_attr(group, st::kAttrSignals, join_with(signals, ","));
-    w.set_attr(group, st::kAttrUnits, join_with(units, ","));
-    w.set_attr(group, st::kAttrKinds, join_with(kinds, ","));
-    w.set_attr(group, st::kAttrGpuBusIds, join_with(m.bus_ids, ","));
-    w.write_array(group, st::kBase, m.base, {channels});
-  }
-  const tm::NodePhase& p = m.phase;
-  phases += (phases.empty() ? "" : ",") + p.phase;
-  if (!p.events.empty()) events += (events.empty() ? "" : "\n") + p.phase + ": " + p.events;
-  w.set_attr(group, st::kAttrPhases, phases);
-  w.set_attr(group, st::kAttrEvents, events);
-  w.set_attr(group, st::kAttrNotes, join_with(m.notes, "\n"));
-  w.set_attr(group, st::kAttrSampleCostUs, m.sample_cost_us);
-  w.set_attr(group, st::kAttrSamplerCpus, m.sampler_cpus);
-  w.append_rows(group, st::kPhaseStartUs, std::span<const double>(&p.start_us, 1), {});
-  w.append_rows(group, st::kPhaseEndUs, std::span<const double>(&p.end_us, 1), {});
-  const std::int64_t samples = p.samples;
-  w.append_rows(group, st::kPhaseSamples, std::span<const std::int64_t>(&samples, 1), {});
-  w.append_rows(group, st::kStats, to_float(p.stats), {channels, 3});
-  if (!p.decimated_time_us.empty()) {  // a phase shorter than the interval may have no sample
-    w.append_rows(group, st::kDecimatedTimeUs, p.decimated_time_us, {});
-    w.append_rows(group, st::kDecimated, to_float(p.decimated), {channels});
-  }
-  if (!p.full_time_us.empty()) {
-    w.append_rows(group, st::kFullTimeUs, p.full_time_us, {});
-    w.append_rows(group, st::kFull, to_float(p.full), {channels});
-  }
 }
 
 // Collective over the world. For the host's first rank: the CPUs it may use that no rank of the
@@ -175,9 +128,7 @@ void TelemetryRun::record_phase(const std::string& name, double start_us, double
     for (const std::string& bytes : all) {
       if (bytes.empty()) continue;
       const tm::NodeMessage m = tm::unpack(bytes);
-      Written& done = written_[m.node];
-      const std::size_t channels = m.with_header ? m.channels.size() : m.phase.stats.size() / 3;
-      write_node(w, m, channels, done.phases, done.events);
+      write_telemetry_node(w, m, written_[m.node]);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "phases/phase.hpp"
+#include "record/telemetry_rows.hpp"
 
 namespace shakedown {
 
@@ -36,11 +37,7 @@ class TelemetryRun {
   std::string sampler_cpus_;  // node leaders: where the sampler runs, for the record
   std::unique_ptr<telemetry::Sampler> sampler_;            // node leaders
   std::unique_ptr<telemetry::NodeSummarizer> summarizer_;  // node leaders
-  struct Written {  // rank 0: what each node's group says so far
-    std::string phases;
-    std::string events;
-  };
-  std::map<int, Written> written_;
+  std::map<int, TelemetryGroup> written_;  // rank 0: what each node's group says so far
 };
 
 // The NVML library the sampler loads: libnvidia-ml.so.1, or for tests only the stand-in named

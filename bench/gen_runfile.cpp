@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,9 +33,12 @@
 #include "record/checkpoint_rows.hpp"
 #include "record/collective_rows.hpp"
 #include "record/gemm_rows.hpp"
-#include "record/train_rows.hpp"
 #include "record/schema.hpp"
+#include "record/telemetry_rows.hpp"
+#include "record/train_rows.hpp"
 #include "record/writer.hpp"
+#include "telemetry/channels.hpp"
+#include "telemetry/summary.hpp"
 
 namespace sd = shakedown;
 
@@ -51,12 +55,120 @@ struct Scope {
   double alpha_us, GBps;            // the synthetic model: alpha + bytes / rate
 };
 
+// /telemetry for every node as the run writes it (record/telemetry_rows.hpp): the host's 5
+// signals, per_node GPUs' NVML and Xid signals, 8 InfiniBand ports' counters; the 7 phases
+// sharing `seconds`; per phase each channel's min/median/max and one decimated row per second
+// (gauges near a level with 2% noise, counters growing or still, bit masks 0); no event, so no
+// full-rate series (what a healthy run keeps).
+template <class Rng>
+void write_synthetic_telemetry(sd::RunWriter& w, int nodes, int per_node, double seconds,
+                               Rng& rng) {
+  namespace tm = sd::telemetry;
+  std::vector<tm::Channel> channels = {
+      {"host", tm::host::kLoad, "load", tm::Kind::kGauge},
+      {"host", tm::host::kMemoryAvailable, "GiB", tm::Kind::kGauge},
+      {"host", tm::host::kCpuMhzMin, "MHz", tm::Kind::kGauge},
+      {"host", tm::host::kCpuMhzMedian, "MHz", tm::Kind::kGauge},
+      {"host", tm::host::kCpuMhzMax, "MHz", tm::Kind::kGauge}};
+  std::vector<std::string> bus_ids;
+  for (int g = 0; g < per_node; ++g) {
+    for (tm::Channel c : tm::gpu_signals()) {
+      c.device = "gpu" + std::to_string(g);
+      channels.push_back(c);
+    }
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x18 + 0x10 * g);
+    bus_ids.emplace_back(bus);
+  }
+  for (int p = 0; p < 8; ++p) {
+    for (const char* s : {tm::ib::kXmitBytes, tm::ib::kRcvBytes, tm::ib::kSymbolError,
+                          tm::ib::kLinkDowned, tm::ib::kRcvErrors}) {
+      channels.push_back({"mlx5_" + std::to_string(p) + ":1", s, "GB", tm::Kind::kCounter});
+    }
+  }
+  // What a busy H100 node shows: NVML's integers (utilization %, degrees, MHz) and its power in
+  // mW; power and utilization move from second to second (the window's mean of 10 samples), the
+  // temperature drifts by a degree, the rest holds still; traffic grows at 40 GB/s per port.
+  std::normal_distribution<double> noise(0.0, 1.0);
+  const auto value = [&](const tm::Channel& c, double t) -> double {
+    const std::string& s = c.signal;
+    if (s == tm::host::kLoad) return std::round(800 + 30 * noise(rng)) / 100;
+    if (s == tm::host::kMemoryAvailable) return 1800.25;
+    if (s.rfind("cpu_mhz", 0) == 0) return 3100;
+    if (s == tm::gpu::kUtilization) return std::round(950 + 20 * noise(rng)) / 10;
+    if (s == tm::gpu::kMemoryUtilization) return std::round(600 + 40 * noise(rng)) / 10;
+    if (s == tm::gpu::kMemoryUsed) return 70.5;
+    if (s == tm::gpu::kPower) return std::round(640000 + 15000 * noise(rng)) / 1000;
+    if (s == tm::gpu::kPowerLimit) return 700;
+    if (s == tm::gpu::kTemperature) return 62 + std::floor(t / 600);
+    if (s == tm::gpu::kSmClock) return 1980;
+    if (s == tm::gpu::kMemoryClock) return 2619;
+    if (s == tm::gpu::kPcieGen || s == tm::gpu::kPcieMaxGen) return 5;
+    if (s == tm::gpu::kPcieWidth || s == tm::gpu::kPcieMaxWidth) return 16;
+    if (s == tm::gpu::kNvlinkActive) return 18;
+    if (s == tm::gpu::kXidLast || s == tm::gpu::kXidCount) {
+      return std::numeric_limits<double>::quiet_NaN();  // /dev/kmsg not readable
+    }
+    if (s == tm::ib::kXmitBytes || s == tm::ib::kRcvBytes) return 40.0 * t;
+    return 0;
+  };
+  const std::vector<std::string> phases = {"inventory", "devices", "linkscan",  "collectives",
+                                           "gemm",      "train",   "checkpoint"};
+  const double share[] = {0.02, 0.1, 0.15, 0.45, 0.08, 0.15, 0.05};
+  const std::size_t nc = channels.size();
+  for (int n = 0; n < nodes; ++n) {
+    sd::TelemetryGroup group;
+    double t = 0;
+    for (std::size_t p = 0; p < phases.size(); ++p) {
+      sd::telemetry::NodeMessage m;
+      m.node = n;
+      m.host = "node" + std::to_string(n);
+      m.with_header = p == 0;
+      if (m.with_header) {
+        m.channels = channels;
+        m.bus_ids = bus_ids;
+        m.base.assign(nc, 0.0);
+      }
+      m.notes = {"no Xid errors: /dev/kmsg: Permission denied"};
+      m.sample_cost_us = 900;
+      m.sampler_cpus = "100,101";
+      tm::NodePhase& ph = m.phase;
+      ph.phase = phases[p];
+      ph.start_us = t * 1e6;
+      const double span = std::max(1.0, seconds * share[p]);
+      t += span;
+      ph.end_us = t * 1e6;
+      const auto rows = static_cast<std::size_t>(span);
+      ph.samples = static_cast<int>(rows * 10);
+      std::vector<double> lo(nc, 1e300), hi(nc, -1e300), sum(nc, 0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        ph.decimated_time_us.push_back(ph.start_us + 1e6 * static_cast<double>(r));
+        for (std::size_t c = 0; c < nc; ++c) {
+          const double v = value(channels[c], ph.start_us * 1e-6 + static_cast<double>(r));
+          ph.decimated.push_back(v);
+          lo[c] = std::min(lo[c], v);
+          hi[c] = std::max(hi[c], v);
+          sum[c] += v;
+        }
+      }
+      for (std::size_t c = 0; c < nc; ++c) {
+        if (!(hi[c] >= lo[c])) lo[c] = hi[c] = sum[c] = std::numeric_limits<double>::quiet_NaN();
+        ph.stats.push_back(lo[c]);
+        ph.stats.push_back(sum[c] / static_cast<double>(rows));  // the mean for the median
+        ph.stats.push_back(hi[c]);
+      }
+      sd::write_telemetry_node(w, m, group);
+    }
+  }
+}
+
 }  // namespace
 
 int generate(int argc, char** argv) {
   CLI::App app{"Write a synthetic shakedown run file of N ranks with the real RunWriter"};
   int world = 1024, nodes = 128, compression = 1, iters = 20, slow_rank = -1, train_steps = 20;
   int checkpoints = 1;
+  double telemetry_seconds = 0;
   unsigned seed = 12345;
   std::string out, sizes_text = "8:8G";
   app.add_option("--ranks", world, "ranks")->check(CLI::Range(1, 1 << 20));
@@ -65,7 +177,8 @@ int generate(int argc, char** argv) {
   app.add_option("--out", out, "the run file to write (must not exist)")->required();
   app.add_option("--sizes", sizes_text, "message sizes, as collectives.nccl_sizes");
   app.add_option("--iters", iters, "timed iterations per size")->check(CLI::Range(1, 100000));
-  app.add_option("--compression", compression, "output.compression (default 1, as a run)")->check(CLI::Range(0, 9));
+  app.add_option("--compression", compression, "output.compression (default 1, as a run)")
+      ->check(CLI::Range(0, 9));
   app.add_option("--slow-rank", slow_rank,
                  "one rank 30% slower in every collective, GEMM, training step's compute and "
                  "checkpoint write (-1 none)");
@@ -74,6 +187,11 @@ int generate(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--checkpoints", checkpoints, "checkpoint iterations (0: no checkpoint phase)")
       ->check(CLI::Range(0, 1000));
+  app.add_option("--telemetry-seconds", telemetry_seconds,
+                 "the run's length for /telemetry (0: none): every node's channels (host, its "
+                 "GPUs through NVML, 8 InfiniBand ports) over the 7 phases, 1 s decimation, no "
+                 "event (so no full-rate series)")
+      ->check(CLI::Range(0.0, 1e6));
   CLI11_PARSE(app, argc, argv);
   if (world % nodes != 0) {
     std::fprintf(stderr, "gen_runfile: --ranks %d is not a multiple of --nodes %d\n", world, nodes);
@@ -86,6 +204,7 @@ int generate(int argc, char** argv) {
   config.phases = {"inventory", "collectives", "gemm"};
   if (train_steps > 0) config.phases.push_back("train");
   if (checkpoints > 0) config.phases.push_back("checkpoint");
+  config.telemetry.enabled = telemetry_seconds > 0;
   config.train.tp = std::min(8, per_node);
   config.train.steps = train_steps;
   config.checkpoint.iters = checkpoints;
@@ -312,8 +431,8 @@ int generate(int argc, char** argv) {
         r.dp_exposed_ms.push_back(0.8 * std::exp(noise(rng)));
         r.dp_span_ms.push_back(6 * std::exp(noise(rng)));
         r.optim_ms.push_back(1.2 * std::exp(noise(rng)));
-        step[k] = r.fwd_ms.back() + r.bwd_ms.back() + r.tp_comm_ms.back() +
-                  r.dp_exposed_ms.back() + r.optim_ms.back();
+        step[k] = r.fwd_ms.back() + r.bwd_ms.back() + r.tp_comm_ms.back() + r.dp_exposed_ms.back() +
+                  r.optim_ms.back();
         slowest = std::max(slowest, step[k]);
       }
       for (std::size_t k = 0; k < nw; ++k) {
@@ -349,7 +468,8 @@ int generate(int argc, char** argv) {
     r.world = nw;
     for (std::size_t k = 0; k < nw; ++k) {
       r.bytes.push_back(1LL << 30);
-      r.reads_shard_of.push_back(static_cast<std::int64_t>((k + static_cast<std::size_t>(per_node)) % nw));
+      r.reads_shard_of.push_back(
+          static_cast<std::int64_t>((k + static_cast<std::size_t>(per_node)) % nw));
     }
     for (std::size_t i = 0; i < ci; ++i) {
       double wlo = 1e300, whi = 0, rlo = 1e300, rhi = 0;
@@ -381,6 +501,12 @@ int generate(int argc, char** argv) {
     }
     sd::write_checkpoint(w, r);
   }
+  double telemetry_s = 0;
+  if (telemetry_seconds > 0) {
+    const auto t_tel = std::chrono::steady_clock::now();
+    write_synthetic_telemetry(w, nodes, per_node, telemetry_seconds, rng);
+    telemetry_s = seconds_since(t_tel);
+  }
   w.finish("complete");
   const double total_s = seconds_since(t_all);
 
@@ -396,6 +522,10 @@ int generate(int argc, char** argv) {
               sd::percentile(row_ms, 0.95), sorted.back(),
               sum / static_cast<double>(row_ms.size()));
   std::printf("rows_write_s %.2f total_s %.2f\n", sum / 1e3, total_s);
+  if (telemetry_seconds > 0) {
+    std::printf("telemetry: %d nodes x %.0f s, written in %.2f s\n", nodes, telemetry_seconds,
+                telemetry_s);
+  }
   return 0;
 }
 

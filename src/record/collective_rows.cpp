@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/stats.hpp"
+#include "record/precision.hpp"
 #include "record/schema.hpp"
 #include "runtime/mpi.hpp"
 
@@ -25,13 +26,7 @@ constexpr int kSampleBits = 12;
 constexpr double kOffsetStepUs = 1.0 / 64;
 
 float round_significant(double x) {
-  const auto f = static_cast<float>(x);
-  if (!std::isfinite(f)) return f;
-  constexpr int drop = 24 - kSampleBits;  // float32 has a 24-bit significand
-  auto u = std::bit_cast<std::uint32_t>(f);
-  u += 1u << (drop - 1);
-  u &= ~((1u << drop) - 1u);
-  return std::bit_cast<float>(u);
+  return shakedown::round_significant(x, kSampleBits);
 }
 
 float round_offset(double x) {

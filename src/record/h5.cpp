@@ -553,13 +553,15 @@ std::string type_name(hid_t type) {
 // Whole rows per chunk, so appending a row never splits one and reading a row prefix (the sizes
 // measured so far) touches few chunks. Rows larger than kChunkTargetBytes are cut like
 // write_dataset's chunks.
-std::vector<hsize_t> append_chunk_dims(const Dims& row_dims, std::size_t element_size) {
+std::vector<hsize_t> append_chunk_dims(const Dims& row_dims, std::size_t element_size,
+                                       std::uint64_t chunk_rows) {
   std::uint64_t row_bytes = element_size;
   for (std::uint64_t d : row_dims) row_bytes *= d;
   std::vector<hsize_t> chunk{1};
   if (row_bytes < kAppendChunkMinBytes) {
     chunk[0] = (kAppendChunkMinBytes + row_bytes - 1) / row_bytes;
   }
+  if (chunk_rows > 0) chunk[0] = chunk_rows;
   const std::vector<hsize_t> inner = chunk_dims(row_dims, element_size);
   chunk.insert(chunk.end(), inner.begin(), inner.end());
   return chunk;
@@ -574,14 +576,14 @@ std::uint64_t chunk_bytes(const std::vector<hsize_t>& chunk, std::size_t element
 template <class T>
 void create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
                        const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
-                       hid_t file_type) {
+                       hid_t file_type, std::uint64_t chunk_rows) {
   std::vector<hsize_t> max_shape = shape;
   max_shape[0] = H5S_UNLIMITED;
   Dataspace space(SD_H5_CHECK(
       H5Screate_simple(static_cast<int>(shape.size()), shape.data(), max_shape.data())));
   PropList dcpl(SD_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   const Dims row_dims(shape.begin() + 1, shape.end());
-  const std::vector<hsize_t> chunk = append_chunk_dims(row_dims, sizeof(T));
+  const std::vector<hsize_t> chunk = append_chunk_dims(row_dims, sizeof(T), chunk_rows);
   SD_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
   if (compression > 0 && chunk_bytes(chunk, sizeof(T)) >= kAppendCompressMinBytes &&
       deflate_available()) {
@@ -656,7 +658,7 @@ void append_to(AppendCache::Entry& e, const void* data, const std::vector<hsize_
 template <class T>
 void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> rows,
                       const Dims& row_dims, int compression, hid_t mem_type, hid_t file_type,
-                      AppendCache* cache) {
+                      AppendCache* cache, std::uint64_t chunk_rows) {
   std::uint64_t per_row = 1;
   for (std::uint64_t d : row_dims) per_row *= d;
   if (per_row == 0) {
@@ -679,7 +681,7 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   }
   if (entry == nullptr) {
     if (!exists(loc, path)) {
-      create_appendable(loc, path, rows, count, compression, mem_type, file_type);
+      create_appendable(loc, path, rows, count, compression, mem_type, file_type, chunk_rows);
       if (cache != nullptr) {
         cache->insert(
             path, {open_appendable(loc, path, row_dims, file_type), file_type, row_dims, new_rows});
@@ -745,24 +747,31 @@ void AppendCache::clear() noexcept {
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE,
-                   cache);
+                 const Dims& row_dims, int compression, AppendCache* cache,
+                 std::uint64_t chunk_rows) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, cache,
+                   chunk_rows);
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const float> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, cache);
+                 const Dims& row_dims, int compression, AppendCache* cache,
+                 std::uint64_t chunk_rows) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, cache,
+                   chunk_rows);
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_INT64, H5T_STD_I64LE, cache);
+                 const Dims& row_dims, int compression, AppendCache* cache,
+                 std::uint64_t chunk_rows) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_INT64, H5T_STD_I64LE, cache,
+                   chunk_rows);
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache) {
-  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_UINT64, H5T_STD_U64LE, cache);
+                 const Dims& row_dims, int compression, AppendCache* cache,
+                 std::uint64_t chunk_rows) {
+  append_rows_impl(loc, path, rows, row_dims, compression, H5T_NATIVE_UINT64, H5T_STD_U64LE, cache,
+                   chunk_rows);
 }
 
 DatasetLayout dataset_layout(hid_t loc, const std::string& path) {

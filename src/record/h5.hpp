@@ -182,6 +182,8 @@ bool is_compressed(hid_t loc, const std::string& path);
 // filter would cost more time than the few bytes it saves.
 // InternalError (naming `path`): rows.size() not a multiple of prod(row_dims), a zero in
 // row_dims, or `path` exists but is not an appendable dataset of this element type and row shape.
+// `chunk_rows` > 0 asks for chunks of that many rows instead (a writer that appends batches of
+// small rows, a node's telemetry of a phase: one chunk per row would never be compressed).
 inline constexpr std::uint64_t kAppendChunkMinBytes = 512;
 inline constexpr std::uint64_t kAppendCompressMinBytes = 1024;
 
@@ -215,13 +217,17 @@ class AppendCache {
 
 // `cache`: optional, as above.
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr,
+                 std::uint64_t chunk_rows = 0);
 void append_rows(hid_t loc, const std::string& path, std::span<const float> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr,
+                 std::uint64_t chunk_rows = 0);
 void append_rows(hid_t loc, const std::string& path, std::span<const std::int64_t> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr,
+                 std::uint64_t chunk_rows = 0);
 void append_rows(hid_t loc, const std::string& path, std::span<const std::uint64_t> rows,
-                 const Dims& row_dims, int compression, AppendCache* cache = nullptr);
+                 const Dims& row_dims, int compression, AppendCache* cache = nullptr,
+                 std::uint64_t chunk_rows = 0);
 // Shape and maximum shape of a dataset (H5S_UNLIMITED as UINT64_MAX), chunk shape (empty when not
 // chunked): for tests and diagnostics.
 struct DatasetLayout {

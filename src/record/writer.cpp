@@ -363,38 +363,38 @@ void RunWriter::release() {
 }
 
 void RunWriter::append_rows(const std::string& path, std::span<const double> rows,
-                            const std::vector<std::uint64_t>& row_dims) {
+                            const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
-                    open_file_ ? &append_cache_ : nullptr);
+                    open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
 
 void RunWriter::append_rows(const std::string& path, std::span<const float> rows,
-                            const std::vector<std::uint64_t>& row_dims) {
+                            const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
-                    open_file_ ? &append_cache_ : nullptr);
+                    open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
 
 void RunWriter::append_rows(const std::string& path, std::span<const std::int64_t> rows,
-                            const std::vector<std::uint64_t>& row_dims) {
+                            const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
-                    open_file_ ? &append_cache_ : nullptr);
+                    open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
 
 void RunWriter::append_rows(const std::string& path, std::span<const std::uint64_t> rows,
-                            const std::vector<std::uint64_t>& row_dims) {
+                            const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
-                    open_file_ ? &append_cache_ : nullptr);
+                    open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
 

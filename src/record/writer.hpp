@@ -70,14 +70,16 @@ class RunWriter {
   // append behind the rows already there. rows.size() must be a multiple of prod(row_dims); the
   // row shape and element type never change for one path; a path made by write_array does not
   // grow (InternalError naming the path for each). RunFile's read_* see [N, row_dims...].
+  // `chunk_rows` > 0: chunks of that many rows, for a writer that appends batches of small rows
+  // (h5.hpp); 0: one row per chunk, or as many as make 512 bytes.
   void append_rows(const std::string& path, std::span<const double> rows,
-                   const std::vector<std::uint64_t>& row_dims);
+                   const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows = 0);
   void append_rows(const std::string& path, std::span<const float> rows,
-                   const std::vector<std::uint64_t>& row_dims);
+                   const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows = 0);
   void append_rows(const std::string& path, std::span<const std::int64_t> rows,
-                   const std::vector<std::uint64_t>& row_dims);
+                   const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows = 0);
   void append_rows(const std::string& path, std::span<const std::uint64_t> rows,
-                   const std::vector<std::uint64_t>& row_dims);
+                   const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows = 0);
 
   // The descriptor's dataset in the group instance `group_path` (schema.hpp): the element type
   // is the descriptor's (a mismatch does not compile) and the number of dimensions must be its
@@ -92,9 +94,9 @@ class RunWriter {
   template <class T>
   void append_rows(const std::string& group_path, const schema::Dataset<T>& d,
                    std::type_identity_t<std::span<const T>> rows,
-                   const std::vector<std::uint64_t>& row_dims) {
+                   const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows = 0) {
     require_rank(d.spec, group_path, row_dims.size() + 1);
-    append_rows(d.path(group_path), rows, row_dims);
+    append_rows(d.path(group_path), rows, row_dims, chunk_rows);
   }
 
   // A scalar attribute on `object_path` (a group is created there when nothing exists yet).

@@ -4,14 +4,15 @@
 #      tests, warnings as errors, in build-release/, and run every test there (unit, mpi, e2e -
 #      the README's commands among them -, gpu: skipped without a GPU);
 #   2. build with clang, AddressSanitizer + UndefinedBehaviorSanitizer and the libFuzzer targets
-#      (build-asan/), and run the unit, fuzz-corpus and MPI tests (3 ranks; 4 as 2 virtual
-#      nodes; uneven pretend hosts) and the end-to-end tests that drive code the unit tests and
-#      fuzzers do not reach: the smoke run with every phase (e2e.verdict), the audit, reports,
-#      the checkpoint, storage and signal faults, planted failures and stalls, long host names
-#      (tests/sanitizers/README.md);
+#      (build-asan/), and run the unit, fuzz-corpus and MPI tests (3 ranks; uneven pretend
+#      hosts) and the end-to-end tests that drive code the unit tests and fuzzers do not reach:
+#      the smoke run with every phase on 2 virtual nodes (e2e.verdict), the audit, reports, the
+#      checkpoint, storage and signal faults, planted failures, long host names, the link scan
+#      and the telemetry (tests/sanitizers/README.md);
 #   3. fuzz every target for SHAKEDOWN_FUZZ_SECONDS (default 6) each (scripts/fuzz.sh);
-#   4. build the watchdog's unit tests and the MPI tests with ThreadSanitizer and run them
-#      (the MPI tests on 3 ranks: the watchdog's threads, the channel, clock sync, the recorder);
+#   4. build the watchdog's and the telemetry sampler's unit tests and the MPI tests with
+#      ThreadSanitizer and run them (the MPI tests on 3 ranks: the watchdog's threads, the
+#      channel, clock sync, the recorder);
 # and print each step's wall time. Non-zero on any failure. The sanitizer builds are -O1 (what
 # the sanitizers' authors advise) with line tables only (-gline-tables-only: reports still name
 # file and line, at less build time).
@@ -54,7 +55,7 @@ configure_tsan() {
     -DSHAKEDOWN_BENCH=OFF >/dev/null
 }
 build_asan=(cmake --build "$asan" -j "$jobs")
-build_tsan=(cmake --build "$tsan" -j "$jobs" --target unit_runtime mpi_tests)
+build_tsan=(cmake --build "$tsan" -j "$jobs" --target unit_runtime unit_telemetry mpi_tests)
 
 # One GCC build, Release with the tests: what scripts/demo.sh and users build (-O3 warns
 # differently from -O2); the README test runs the demo, which then finds this build ready.
@@ -75,7 +76,7 @@ if [[ "$sanitizers" != 0 ]]; then
   # The options and suppressions are compiled into every binary (tests/sanitizers/README.md).
   (cd "$asan" && ctest --output-on-failure -j "$jobs" -L 'unit|fuzz')
   (cd "$asan" && ctest --output-on-failure \
-    -R '^(mpi\.(np3|np4_vn2|pretend_hosts_uneven)|e2e\.(audit|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|inject_stall|checkpoint|linkscan)$)')
+    -R '^(mpi\.(np3|pretend_hosts_uneven)|e2e\.(audit|verdict|reports|topo_plan|long_hostname|faults_storage|faults_signals|inject_fail|checkpoint|linkscan|telemetry)$)')
   step "tests under ASan+UBSan"
   bash scripts/fuzz.sh "$asan" "${SHAKEDOWN_FUZZ_SECONDS:-6}"
   step "fuzzing (${SHAKEDOWN_FUZZ_SECONDS:-6} s per target)"
@@ -85,7 +86,7 @@ if [[ "$sanitizers" != 0 ]]; then
   configure_tsan
   "${build_tsan[@]}"
   step "ThreadSanitizer build"
-  (cd "$tsan" && ctest --output-on-failure -R '^(unit\.runtime\.|mpi\.np3$)')
-  step "ThreadSanitizer: watchdog unit and MPI tests"
+  (cd "$tsan" && ctest --output-on-failure -R '^(unit\.(runtime|telemetry)\.|mpi\.np3$)')
+  step "ThreadSanitizer: watchdog and sampler unit tests, MPI tests"
 fi
 echo "test.sh: all steps passed in $((SECONDS - started)) s"

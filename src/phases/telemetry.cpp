@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/host.hpp"
+#include "core/strings.hpp"
 #include "record/schema.hpp"
 #include "record/telemetry_rows.hpp"
 #include "runtime/clock.hpp"
@@ -22,12 +23,6 @@ namespace {
 
 namespace tm = telemetry;
 namespace st = schema::telemetry;
-
-std::string join_with(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 // Collective over the world. For the host's first rank: the CPUs it may use that no rank of the
 // host is bound to (the sampler's place, out of every measuring rank's way); empty when every
@@ -56,7 +51,7 @@ std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
 std::string cpu_text(const std::vector<int>& cpus) {
   std::vector<std::string> parts;
   for (int c : cpus) parts.push_back(std::to_string(c));
-  return join_with(parts, ",");
+  return join(parts, ",");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "core/strings.hpp"
 #include "record/precision.hpp"
 #include "record/schema.hpp"
 
@@ -13,12 +14,6 @@ namespace {
 
 namespace tm = telemetry;
 namespace st = schema::telemetry;
-
-std::string join_with(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 // Telemetry keeps 12 significant bits (0.024%): far finer than any signal's meaning (a watt of
 // 700, a degree, a MHz of 2,000), and the zeroed low bits compress.
@@ -52,11 +47,11 @@ void write_telemetry_node(RunWriter& w, const tm::NodeMessage& m, TelemetryGroup
     }
     w.set_attr(group, st::kAttrNode, m.node);
     w.set_attr(group, st::kAttrHost, m.host);
-    w.set_attr(group, st::kAttrDevices, join_with(devices, ","));
-    w.set_attr(group, st::kAttrSignals, join_with(signals, ","));
-    w.set_attr(group, st::kAttrUnits, join_with(units, ","));
-    w.set_attr(group, st::kAttrKinds, join_with(kinds, ","));
-    w.set_attr(group, st::kAttrGpuBusIds, join_with(m.bus_ids, ","));
+    w.set_attr(group, st::kAttrDevices, join(devices, ","));
+    w.set_attr(group, st::kAttrSignals, join(signals, ","));
+    w.set_attr(group, st::kAttrUnits, join(units, ","));
+    w.set_attr(group, st::kAttrKinds, join(kinds, ","));
+    w.set_attr(group, st::kAttrGpuBusIds, join(m.bus_ids, ","));
     w.write_array(group, st::kBase, m.base, {channels});
   }
   const tm::NodePhase& p = m.phase;
@@ -64,7 +59,7 @@ void write_telemetry_node(RunWriter& w, const tm::NodeMessage& m, TelemetryGroup
   if (!p.events.empty()) events += (events.empty() ? "" : "\n") + p.phase + ": " + p.events;
   w.set_attr(group, st::kAttrPhases, phases);
   w.set_attr(group, st::kAttrEvents, events);
-  w.set_attr(group, st::kAttrNotes, join_with(m.notes, "\n"));
+  w.set_attr(group, st::kAttrNotes, join(m.notes, "\n"));
   w.set_attr(group, st::kAttrSampleCostUs, m.sample_cost_us);
   w.set_attr(group, st::kAttrSamplerCpus, m.sampler_cpus);
   w.append_rows(group, st::kPhaseStartUs, std::span<const double>(&p.start_us, 1), {});

@@ -11,7 +11,7 @@ CHECK="$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_html.py"
 expect_rc 0 $? "demo run with --report html"
 expect_in "$TMP/out" "wrote the HTML report $TMP/run.html" "the page named"
 [[ -s "$TMP/run.html" ]] || fail "no $TMP/run.html"
-sections=(checks collectives gemm train checkpoint links run)
+sections=(checks collectives gemm train checkpoint links telemetry run)
 # check_html PAGE PNG SECTION...: the page as Chromium shows it; without Chromium the rest of
 # this test still runs and it is reported skipped at the end, with the reason.
 no_browser=""
@@ -30,7 +30,7 @@ check_html() {
 check_html "the demo run's HTML report" "$TMP/run.html" "$TMP/run.png" "${sections[@]}"
 for want in 'world: bus bandwidth against message size' 'each rank.s time against the median rank' \
   'arrival lateness' 'TFLOP/s per rank and shape' 'Step breakdown per rank' 'GB/s per rank' \
-  'No link scan in this run' 'Inventory' 'Topology: 4 ranks'; do
+  'No link scan in this run' "slowest core.s clock" 'Inventory' 'Topology: 4 ranks'; do
   expect_in "$TMP/run.html" "$want" "the page holds '$want'"
 done
 

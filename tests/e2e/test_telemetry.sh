@@ -82,6 +82,18 @@ assert "inventory: gpu0 throttled (sw_power_cap, hw_slowdown)" in ev, ev
 assert g["full"].shape[0] == g["full_time_us"].shape[0] == g["phase_samples"][()].sum(), ev
 PY
 
+# The HTML page plots each GPU's power, SM clock and temperature with the phases as bands;
+# Chromium draws every chart (tests/e2e/check_html.py; skipped where Chromium is missing).
+"$SHAKEDOWN" report "$TMP/bad.h5" -o "$TMP/bad.html" >/dev/null 2>&1
+expect_rc 1 $? "report of the failed run (its verdict's code)"
+for want in "GPU power" "GPU SM clock" "GPU temperature"; do
+  expect_in "$TMP/bad.html" "<h3>$want</h3>" "the page plots $want"
+done
+/usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_html.py" "$TMP/bad.html" "$TMP/bad.png" \
+  telemetry >"$TMP/html" 2>&1
+html_rc=$?
+[[ $html_rc -eq 0 || $html_rc -eq 77 ]] || { cat "$TMP/html"; fail "the telemetry page as Chromium draws it"; }
+
 # This machine has no NVIDIA driver: NVML is not loaded, the GPU checks say SKIP and why.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --out "$TMP/cpu.h5" >"$TMP/cpu.out" 2>&1
 expect_rc 0 $? "a run without NVML"

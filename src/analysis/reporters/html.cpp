@@ -847,6 +847,111 @@ void links_section(Page& p, const RunAnalysis& a) {
   p.html << "</section>\n";
 }
 
+// Telemetry: each plotted signal over the run (the decimated series, seconds since the first
+// phase began), one line per device, the phases as shaded bands. GPUs' power, SM clock and
+// temperature; without GPUs the host's slowest core clock and load. Up to kTelemetryLines lines
+// per chart: the nodes whose telemetry saw an event first.
+void telemetry_section(Page& p, const RunAnalysis& a) {
+  namespace tg = telemetry::gpu;
+  namespace th = telemetry::host;
+  constexpr std::size_t kTelemetryLines = 32;
+  const TelemetryFindings& t = a.telemetry;
+  p.html << "<section id=\"telemetry\"><h2>Telemetry</h2>\n";
+  if (!t.ran || t.nodes.empty()) {
+    p.html << "<p>No telemetry in this run (telemetry.enabled: false, or a file from before "
+              "telemetry).</p>\n</section>\n";
+    return;
+  }
+  double t0 = std::numeric_limits<double>::infinity();
+  std::size_t gpus = 0;
+  for (const TelemetryNode& n : t.nodes) {
+    if (!n.phase_start_us.empty()) t0 = std::min(t0, n.phase_start_us.front());
+    gpus += n.gpus().size();
+  }
+  if (!std::isfinite(t0)) t0 = 0;
+  p.html << "<p>" << t.nodes.size() << " node(s) sampled every " << t.interval_ms << " ms, " << gpus
+         << " GPU(s); each line is one device's decimated series, the shaded bands the "
+         << "phases (docs/telemetry.md).</p>\n";
+  // Nodes with events first, then in order.
+  std::vector<const TelemetryNode*> order;
+  for (const TelemetryNode& n : t.nodes) {
+    if (!n.events.empty()) order.push_back(&n);
+  }
+  for (const TelemetryNode& n : t.nodes) {
+    if (n.events.empty()) order.push_back(&n);
+  }
+  struct Plot {
+    const char* signal;
+    const char* title;
+    const char* unit;
+    bool gpu;
+  };
+  const std::vector<Plot> plots =
+      gpus > 0 ? std::vector<Plot>{{tg::kPower, "GPU power", "W", true},
+                                   {tg::kSmClock, "GPU SM clock", "MHz", true},
+                                   {tg::kTemperature, "GPU temperature", "C", true}}
+               : std::vector<Plot>{{th::kCpuMhzMin, "slowest core's clock", "MHz", false},
+                                   {th::kLoad, "load (1 min)", "load", false}};
+  for (const Plot& plot : plots) {
+    Json datasets = Json::array();
+    double high = 0;
+    std::size_t lines = 0, left_out = 0;
+    for (const TelemetryNode* n : order) {
+      const std::size_t nc = n->channels.size();
+      for (std::size_t c = 0; c < nc; ++c) {
+        if (n->channels[c].signal != plot.signal) continue;
+        if (lines == kTelemetryLines) {
+          ++left_out;
+          continue;
+        }
+        Json points = Json::array();
+        for (std::size_t r = 0; r < n->decimated_time_us.size(); ++r) {
+          const double v = n->decimated[r * nc + c];
+          if (!std::isfinite(v)) continue;
+          high = std::max(high, v);
+          points.push_back({{"x", num((n->decimated_time_us[r] - t0) * 1e-6)}, {"y", num(v)}});
+        }
+        if (points.empty()) continue;
+        datasets.push_back({{"label", "node " + std::to_string(n->node) +
+                                          (plot.gpu ? " " + n->channels[c].device : "")},
+                            {"data", std::move(points)},
+                            {"borderColor", color(lines)},
+                            {"pointRadius", 0},
+                            {"borderWidth", 1}});
+        ++lines;
+      }
+    }
+    if (lines == 0) continue;
+    // The phases of the first node shown, as bands up to the highest value.
+    const TelemetryNode& first = *order.front();
+    for (std::size_t ph = 0; ph < first.phases.size(); ++ph) {
+      const double from = (first.phase_start_us[ph] - t0) * 1e-6;
+      const double to = (first.phase_end_us[ph] - t0) * 1e-6;
+      datasets.push_back(
+          {{"label", first.phases[ph]},
+           {"data", Json::array({{{"x", num(from)}, {"y", num(high)}},
+                                 {{"x", num(to)}, {"y", num(high)}}})},
+           {"fill", "origin"},
+           {"backgroundColor", ph % 2 == 0 ? "rgba(0,0,0,0.06)" : "rgba(0,0,0,0.02)"},
+           {"borderWidth", 0},
+           {"pointRadius", 0}});
+    }
+    p.html << "<h3>" << plot.title << "</h3>\n";
+    if (left_out > 0) {
+      p.html << "<p class=\"note\">" << lines << " of " << lines + left_out
+             << " devices shown (nodes with events first); the run file has every one.</p>\n";
+    }
+    p.chart({{"type", "line"},
+             {"data", {{"datasets", std::move(datasets)}}},
+             {"options",
+              {{"scales",
+                {{"x", {{"type", "linear"}, {"title", axis_title("s since the first phase")}}},
+                 {"y", {{"title", axis_title(plot.unit)}}}}},
+               {"plugins", {{"legend", {{"display", lines <= 16}}}}}}}});
+  }
+  p.html << "</section>\n";
+}
+
 void facts_section(Page& p, const RunFile& file, const RunAnalysis& a) {
   const RunMeta& m = a.facts.meta;
   p.html << "<section id=\"run\"><h2>Run</h2>\n<table><tbody>\n";
@@ -938,7 +1043,8 @@ std::string format_html(const RunFile& file, const RunAnalysis& analysis,
          << "<a href=\"#devices\">devices</a><a href=\"#collectives\">collectives</a><a "
             "href=\"#gemm\">gemm</a>"
             "<a href=\"#train\">train</a><a href=\"#checkpoint\">checkpoint</a>"
-            "<a href=\"#links\">links</a><a href=\"#run\">run</a></nav>\n";
+            "<a href=\"#links\">links</a><a href=\"#telemetry\">telemetry</a>"
+            "<a href=\"#run\">run</a></nav>\n";
   checks_section(p, analysis);
   if (baseline) compare_section(p, *baseline);
   devices_section(p, analysis);
@@ -947,6 +1053,7 @@ std::string format_html(const RunFile& file, const RunAnalysis& analysis,
   train_section(p, file, analysis);
   checkpoint_section(p, file, analysis);
   links_section(p, analysis);
+  telemetry_section(p, analysis);
   facts_section(p, file, analysis);
 
   std::string out;

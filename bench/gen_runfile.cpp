@@ -58,6 +58,7 @@ struct Scope {
 // /telemetry for every node as the run writes it (record/telemetry_rows.hpp): the host's 5
 // signals, per_node GPUs' NVML and Xid signals, 8 InfiniBand ports' counters; the 7 phases
 // sharing `seconds`; per phase each channel's min/median/max and one decimated row per second
+// (at most 128 a phase, as telemetry/summary.hpp keeps them)
 // (gauges near a level with 2% noise, counters growing or still, bit masks 0); no event, so no
 // full-rate series (what a healthy run keeps).
 template <class Rng>
@@ -138,13 +139,17 @@ void write_synthetic_telemetry(sd::RunWriter& w, int nodes, int per_node, double
       const double span = std::max(1.0, seconds * share[p]);
       t += span;
       ph.end_us = t * 1e6;
-      const auto rows = static_cast<std::size_t>(span);
-      ph.samples = static_cast<int>(rows * 10);
+      // One row a second, at most kMaxRows a phase (wider windows beyond), as the node keeps.
+      constexpr std::size_t kMaxRows = 128;
+      const auto rows = std::min(kMaxRows, static_cast<std::size_t>(span));
+      const double step = span / static_cast<double>(rows);
+      ph.samples = static_cast<int>(span * 10);
       std::vector<double> lo(nc, 1e300), hi(nc, -1e300), sum(nc, 0);
       for (std::size_t r = 0; r < rows; ++r) {
-        ph.decimated_time_us.push_back(ph.start_us + 1e6 * static_cast<double>(r));
+        const double at = ph.start_us * 1e-6 + step * static_cast<double>(r);
+        ph.decimated_time_us.push_back(at * 1e6);
         for (std::size_t c = 0; c < nc; ++c) {
-          const double v = value(channels[c], ph.start_us * 1e-6 + static_cast<double>(r));
+          const double v = value(channels[c], at);
           ph.decimated.push_back(v);
           lo[c] = std::min(lo[c], v);
           hi[c] = std::max(hi[c], v);

@@ -471,10 +471,12 @@ TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts)
   const std::vector<std::string> note_list(notes.begin(), notes.end());
   Finding coverage = run_finding(
       "telemetry.coverage", empty_phases > 0 ? CheckStatus::kWarn : CheckStatus::kPass,
-      std::to_string(t.nodes.size()) + " node(s) sampled every " + std::to_string(t.interval_ms) +
-          " ms through " + std::to_string(t.nodes.front().phases.size()) +
-          " phase(s): " + std::to_string(gpus) + " GPU(s), host load/memory/clocks, " +
-          std::to_string(ports) + " InfiniBand port(s)" +
+      std::to_string(t.nodes.size()) +
+          (facts.meta.virtual_nodes > 0 ? " host(s) (one sampler per host for its pretend nodes)"
+                                        : " node(s)") +
+          " sampled every " + std::to_string(t.interval_ms) + " ms through " +
+          std::to_string(t.nodes.front().phases.size()) + " phase(s): " + std::to_string(gpus) +
+          " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)" +
           (empty_phases > 0 ? "; " + std::to_string(empty_phases) +
                                   " node-phase(s) without a sample (shorter than the interval?)"
                             : std::string()) +

@@ -164,7 +164,7 @@ struct DevicesConfig {
   friend bool operator==(const DevicesConfig&, const DevicesConfig&) = default;
 };
 
-// Hardware telemetry sampled while the phases run (telemetry/): one sampler thread on each node's
+// Hardware telemetry sampled while the phases run (telemetry/): one sampler thread on each host's
 // first rank.
 struct TelemetryConfig {
   bool enabled = true;

@@ -67,7 +67,10 @@ TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telem
   if (!enabled_) return;
   const TelemetryConfig& cfg = env.config.telemetry;
   const std::vector<int> cpus = free_cpus(env.ctx, env.self);
-  if (env.ctx.local_rank() == 0) {
+  // One sampler per host: pretend nodes (virtual nodes) share their host's GPUs, ports and
+  // cores, so its first rank samples for them all (its node's group holds the host's telemetry),
+  // and a test host with six pretend nodes does not wake six samplers beside busy ranks.
+  if (env.ctx.host_local_rank() == 0) {
     // NVML only where an NVIDIA driver is (a CPU host has nothing for it to say, and the library
     // is not loaded for nothing), or where a test names its stand-in.
     const std::string library = nvml_library_to_load();

@@ -1,8 +1,9 @@
 #pragma once
-// Telemetry alongside the phases (not a phase of its own): each node's first rank runs a sampler
+// Telemetry alongside the phases (not a phase of its own): each host's first rank runs a sampler
 // thread (telemetry/sampler.hpp) from before the first phase to after the last; after each phase
-// every node summarises what it sampled and rank 0 writes it to /telemetry/node<N>, so a run that
-// dies later keeps the telemetry of every phase it completed.
+// it summarises what it sampled and rank 0 writes it to /telemetry/node<N> (N: that rank's node;
+// pretend nodes on one host share the host's sampler), so a run that dies later keeps the
+// telemetry of every phase it completed.
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +35,7 @@ class TelemetryRun {
   PhaseEnv& env_;
   bool enabled_ = false;
   bool header_sent_ = false;
-  std::string sampler_cpus_;  // node leaders: where the sampler runs, for the record
+  std::string sampler_cpus_;  // hosts' first ranks: where the sampler runs, for the record
   std::unique_ptr<telemetry::Sampler> sampler_;            // node leaders
   std::unique_ptr<telemetry::NodeSummarizer> summarizer_;  // node leaders
   std::map<int, TelemetryGroup> written_;  // rank 0: what each node's group says so far

@@ -1,5 +1,5 @@
 #pragma once
-// The telemetry sampler: one thread on each node's first rank that reads the host's and the
+// The telemetry sampler: one thread on each host's first rank that reads the host's and the
 // GPUs' signals every `interval` and keeps them until the main thread takes them at the end of a
 // phase. The thread never calls MPI (the ranks run MPI_THREAD_SINGLE) and never writes the file:
 // the phase boundary is where the main thread summarises the samples on the node and sends them

@@ -104,9 +104,11 @@ bool is_error_counter(const std::string& signal) {
          signal == gpu::kXidCount || is_link_error(signal);
 }
 
-NodeSummarizer::NodeSummarizer(std::vector<Channel> channels, double window_us, bool keep_all)
+NodeSummarizer::NodeSummarizer(std::vector<Channel> channels, double window_us, bool keep_all,
+                               std::size_t max_rows)
     : channels_(std::move(channels)),
       window_us_(window_us),
+      max_rows_(std::max<std::size_t>(1, max_rows)),
       keep_all_(keep_all),
       base_(channels_.size(), kNaN),
       last_(channels_.size(), 0.0) {}
@@ -166,10 +168,18 @@ NodePhase NodeSummarizer::summarize(const std::string& name, double start_us, do
   }
   for (const auto& e : events) out.events += (out.events.empty() ? "" : "; ") + e;
 
-  // Decimated: one row per window of the global grid floor(t / window).
+  // Decimated: one row per window, counted from the phase's first sample.
+  // A phase longer than max_rows windows gets wider ones: the file's share stays bounded
+  // however long the run (bench/RESULTS.md, "Telemetry at scale").
+  double window = window_us_;
+  if (nt > 1) {
+    const double span = batch.time_us.back() - batch.time_us.front();
+    window = std::max(window, span / static_cast<double>(max_rows_) * (1 + 1e-9));
+  }
   std::map<long long, std::vector<std::size_t>> windows;
   for (std::size_t t = 0; t < nt; ++t) {
-    windows[static_cast<long long>(std::floor(batch.time_us[t] / window_us_))].push_back(t);
+    windows[static_cast<long long>(std::floor((batch.time_us[t] - batch.time_us.front()) / window))]
+        .push_back(t);
   }
   for (const auto& [w, rows] : windows) {
     out.decimated_time_us.push_back(batch.time_us[rows.front()]);

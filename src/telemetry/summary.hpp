@@ -3,7 +3,8 @@
 // nodes x 8 GPUs x 20 signals at 10 Hz do not all travel to rank 0 and into the file:
 //   - per channel the phase's min, median and max (always);
 //   - a decimated series, one row per `window` (gauges: the window's mean; counters: its last
-//     value; bit masks: the OR of the window, so a short throttle stays visible) (always);
+//     value; bit masks: the OR of the window, so a short throttle stays visible), at most
+//     `max_rows` rows a phase (a longer phase gets wider windows) (always);
 //   - the full-rate series, only when the node saw an event in the phase (a GPU throttled for
 //     power or heat, an uncorrected ECC error, a remap pending or failed, an error counter of an
 //     InfiniBand port or GPU that grew) or when `keep_all` is set.
@@ -32,7 +33,10 @@ struct NodePhase {
 
 class NodeSummarizer {
  public:
-  NodeSummarizer(std::vector<Channel> channels, double window_us, bool keep_all);
+  // `max_rows`: at most this many decimated rows per phase; a phase longer than max_rows
+  // windows gets wider windows (its span / max_rows), so a long run's file stays bounded.
+  NodeSummarizer(std::vector<Channel> channels, double window_us, bool keep_all,
+                 std::size_t max_rows = 128);
 
   // Summarises `batch` (its times already on rank 0's clock) as the phase `name` that ran from
   // `start_us` to `end_us`.
@@ -44,6 +48,7 @@ class NodeSummarizer {
  private:
   std::vector<Channel> channels_;
   double window_us_;
+  std::size_t max_rows_;
   bool keep_all_;
   std::vector<double> base_;
   std::vector<double> last_;  // counters: the largest increase summarised so far

@@ -144,4 +144,18 @@ TEST(TelemetrySummary, AnXidInTheFirstSampleIsTheRunsOwn) {
   EXPECT_DOUBLE_EQ(s.base()[1], 0);
 }
 
+TEST(TelemetrySummary, ALongPhaseGetsWiderWindowsNotMoreRows) {
+  // 100 samples over 9.9 s with 1 s windows would be 10 rows; at most 4: windows of ~2.5 s.
+  NodeSummarizer s(three_channels(), 1e6, false, 4);
+  std::vector<std::array<double, 3>> rows(100, {300, 0, 0});
+  rows[99][1] = 8;  // a throttle in the last sample still shows in the last window's OR
+  const NodePhase p = s.summarize("collectives", 0, 1e7, batch_of(0, rows));
+  ASSERT_EQ(p.decimated_time_us.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.decimated_time_us[1], 2.5e6);
+  EXPECT_DOUBLE_EQ(p.decimated[3 * 3 + 1], 8);
+  // A short phase keeps its 1 s windows.
+  const NodePhase q = s.summarize("gemm", 1e7, 1.2e7, batch_of(1e7, {{300, 0, 0}, {300, 0, 0}}));
+  EXPECT_EQ(q.decimated_time_us.size(), 1u);
+}
+
 }  // namespace

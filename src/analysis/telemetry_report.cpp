@@ -78,39 +78,35 @@ TelemetryNode read_node(const RunFile& file, const std::string& group) {
   return n;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // Whether NVML's bus id and the topology's name the same device ("0000:1b:00.0" against
 // "00000000:1B:00.0" or "1b:00.0": the domain's width and the case differ between tools).
 bool same_bus(const std::string& a, const std::string& b) {
   if (a.empty() || b.empty()) return false;
-  const std::string x = lower(a), y = lower(b);
+  const std::string x = lowercase(a), y = lowercase(b);
   const std::size_t n = std::min<std::size_t>(7, std::min(x.size(), y.size()));  // "bb:dd.f"
   return x.compare(x.size() - n, n, y, y.size() - n, n) == 0;
 }
 
-// "gpu1 (rank 5)" when the topology ties the GPU's bus id to ranks, else "gpu1".
+// Whether `rank` runs on the host `n` sampled: one sampler per host, so ranks of every pretend
+// node on it (filed under the first of them) share its GPUs.
+bool on_host(const TelemetryNode& n, const RankInfo& rank) {
+  return n.host.empty() ? rank.node_index == n.node : rank.hostname == n.host;
+}
+
+// "gpu1 (0000:1c:00.0, rank 5)" when the topology ties the GPU's bus id to ranks, else
+// "gpu1 (0000:1c:00.0)", or "gpu1" without a bus id.
 std::string gpu_name(const TelemetryNode& n, const std::string& device, const RunFacts& facts) {
   const std::size_t index = std::strtoul(device.c_str() + 3, nullptr, 10);
+  if (index >= n.gpu_bus_ids.size() || n.gpu_bus_ids[index].empty()) return device;
   std::vector<std::string> ranks;
-  if (index < n.gpu_bus_ids.size() && !n.gpu_bus_ids[index].empty()) {
-    for (const RankInfo& r : facts.ranks) {
-      if (r.node_index == n.node && same_bus(n.gpu_bus_ids[index], r.gpu.pci_bus_id)) {
-        ranks.push_back(std::to_string(r.rank));
-      }
+  for (const RankInfo& r : facts.ranks) {
+    if (on_host(n, r) && same_bus(n.gpu_bus_ids[index], r.gpu.pci_bus_id)) {
+      ranks.push_back(std::to_string(r.rank));
     }
   }
-  std::string out = device;
-  if (index < n.gpu_bus_ids.size() && !n.gpu_bus_ids[index].empty()) {
-    out += " (" + n.gpu_bus_ids[index];
-    if (!ranks.empty()) out += (ranks.size() == 1 ? ", rank " : ", ranks ") + join(ranks, ",");
-    out += ")";
-  }
-  return out;
+  std::string out = device + " (" + n.gpu_bus_ids[index];
+  if (!ranks.empty()) out += (ranks.size() == 1 ? ", rank " : ", ranks ") + join(ranks, ",");
+  return out + ")";
 }
 
 Finding node_finding(const RunFacts& facts, const TelemetryNode& n, std::string check,
@@ -139,11 +135,23 @@ unsigned long long bits_in(const TelemetryNode& n, std::size_t c, double start, 
   const std::size_t nc = n.channels.size();
   for (std::size_t t = 0; t < n.decimated_time_us.size(); ++t) {
     if (n.decimated_time_us[t] <= start || n.decimated_time_us[t] > end) continue;
-    const double v = n.decimated[t * nc + c];
-    if (v >= 0 && v < 0x1p63)
-      bits |= static_cast<unsigned long long>(v);  // a file's NaN or junk: none
+    bits |= telemetry::bits_of(n.decimated[t * nc + c]);
   }
   return bits;
+}
+
+// The phases in which counter channel `c` grew, and by how much: each phase's largest value
+// against the largest of the phases before it (a phase without a sample changes nothing).
+std::vector<std::pair<std::size_t, double>> growth(const TelemetryNode& n, std::size_t c) {
+  std::vector<std::pair<std::size_t, double>> out;
+  double seen = 0;
+  for (std::size_t p = 0; p < n.phases.size(); ++p) {
+    const double high = n.stat(p, c, kMax);
+    if (!std::isfinite(high)) continue;
+    if (high > seen) out.emplace_back(p, high - seen);
+    seen = std::max(seen, high);
+  }
+  return out;
 }
 
 void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
@@ -160,23 +168,15 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
         if (std::isfinite(n.base[c]) && n.base[c] > 0) {
           what.push_back(num(n.base[c]) + " uncorrected ECC error(s) before the run");
         }
-        for (std::size_t p = 0; p < n.phases.size(); ++p) {
-          const double before = p == 0 ? 0.0 : n.stat(p - 1, c, kMax);
-          const double after = n.stat(p, c, kMax);
-          if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
-            what.push_back(num(after - (std::isfinite(before) ? before : 0.0)) +
-                           " uncorrected ECC error(s) during " + n.phases[p]);
-          }
+        for (const auto& [p, more] : growth(n, c)) {
+          what.push_back(num(more) + " uncorrected ECC error(s) during " + n.phases[p]);
         }
       }
       const int rows = n.channel(g, tg::kRemappedUncorrectable);
       if (rows >= 0) {
-        for (std::size_t p = 0; p < n.phases.size(); ++p) {
-          const double before = p == 0 ? 0.0 : n.stat(p - 1, static_cast<std::size_t>(rows), kMax);
-          const double after = n.stat(p, static_cast<std::size_t>(rows), kMax);
-          if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
-            what.push_back("row(s) remapped for uncorrectable errors during " + n.phases[p]);
-          }
+        for (const auto& [p, more] : growth(n, static_cast<std::size_t>(rows))) {
+          what.push_back(num(more) + " row(s) remapped for uncorrectable errors during " +
+                         n.phases[p]);
         }
       }
       for (const char* flag : {tg::kRemapPending, tg::kRemapFailed}) {
@@ -200,14 +200,10 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
         ++xid_watched;
       }
       if (xids >= 0) {
-        for (std::size_t p = 0; p < n.phases.size(); ++p) {
-          const double before = p == 0 ? 0.0 : n.stat(p - 1, static_cast<std::size_t>(xids), kMax);
-          const double after = n.stat(p, static_cast<std::size_t>(xids), kMax);
-          if (!(std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0))) continue;
+        for (const auto& [p, more] : growth(n, static_cast<std::size_t>(xids))) {
           const double code =
               last >= 0 ? n.stat(p, static_cast<std::size_t>(last), kMax) : std::nan("");
-          const std::string text = num(after - (std::isfinite(before) ? before : 0.0)) +
-                                   " Xid error(s) during " + n.phases[p] +
+          const std::string text = num(more) + " Xid error(s) during " + n.phases[p] +
                                    (std::isfinite(code) ? " (last: Xid " + num(code) + ")" : "");
           (std::isfinite(code) && telemetry::xid_from_application(static_cast<int>(code)) ? app_xids
                                                                                           : what)
@@ -253,16 +249,11 @@ void link_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<
       const telemetry::Channel& ch = n.channels[c];
       if (!telemetry::is_link_error(ch.signal)) continue;
       if (counted.insert(ch.device).second) ++ports;
-      for (std::size_t p = 0; p < n.phases.size(); ++p) {
-        const double before = p == 0 ? 0.0 : n.stat(p - 1, c, kMax);
-        const double after = n.stat(p, c, kMax);
-        if (std::isfinite(after) && after > (std::isfinite(before) ? before : 0.0)) {
-          found.push_back(
-              node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
-                           "InfiniBand port " + ch.device + ": " + ch.signal + " grew by " +
-                               num(after - (std::isfinite(before) ? before : 0.0)) + " during " +
-                               n.phases[p] + ": check the cable, transceiver and switch port"));
-        }
+      for (const auto& [p, more] : growth(n, c)) {
+        found.push_back(node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
+                                     "InfiniBand port " + ch.device + ": " + ch.signal +
+                                         " grew by " + num(more) + " during " + n.phases[p] +
+                                         ": check the cable, transceiver and switch port"));
       }
     }
     // NVLink: a GPU with fewer links up than the node's best, or fewer than at its own start.
@@ -433,8 +424,11 @@ std::vector<std::string> TelemetryNode::gpus() const {
 TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts) {
   TelemetryFindings t;
   if (!file.has(schema::kTelemetryGroup)) {
-    if (facts.config_known && facts.config.telemetry.enabled &&
-        facts.meta.status == schema::kStatusComplete) {
+    // A file from before telemetry reads back with the default (enabled): only a run whose own
+    // configuration has the section was asked to sample.
+    const bool asked = facts.config_known && facts.config.telemetry.enabled &&
+                       facts.meta.config_yaml.find("\ntelemetry:") != std::string::npos;
+    if (asked && facts.meta.status == schema::kStatusComplete) {
       t.findings.push_back(run_finding("telemetry.coverage", CheckStatus::kFail,
                                        "telemetry was enabled but the run file has none"));
     }
@@ -469,28 +463,30 @@ TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts)
     for (const std::string& line : split_list(n.notes, '\n')) notes.insert(line);
   }
   const std::vector<std::string> note_list(notes.begin(), notes.end());
-  Finding coverage = run_finding(
-      "telemetry.coverage", empty_phases > 0 ? CheckStatus::kWarn : CheckStatus::kPass,
+  std::string message =
       std::to_string(t.nodes.size()) +
-          (facts.meta.virtual_nodes > 0 ? " host(s) (one sampler per host for its pretend nodes)"
-                                        : " node(s)") +
-          " sampled every " + std::to_string(t.interval_ms) + " ms through " +
-          std::to_string(t.nodes.front().phases.size()) + " phase(s): " + std::to_string(gpus) +
-          " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)" +
-          (empty_phases > 0 ? "; " + std::to_string(empty_phases) +
-                                  " node-phase(s) without a sample (shorter than the interval?)"
-                            : std::string()) +
-          (note_list.empty()
-               ? std::string()
-               : "; not sampled: " +
-                     join(std::vector<std::string>(
-                              note_list.begin(),
-                              note_list.begin() + static_cast<std::ptrdiff_t>(
-                                                      std::min<std::size_t>(3, note_list.size()))),
-                          "; ") +
-                     (note_list.size() > 3 ? " (and " + std::to_string(note_list.size() - 3) +
-                                                 " more in the evidence)"
-                                           : std::string())));
+      (facts.meta.virtual_nodes > 0 ? " host(s) (one sampler per host for its pretend nodes)"
+                                    : " node(s)") +
+      " sampled every " + std::to_string(t.interval_ms) + " ms through " +
+      std::to_string(t.nodes.front().phases.size()) + " phase(s): " + std::to_string(gpus) +
+      " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)";
+  if (empty_phases > 0) {
+    message += "; " + std::to_string(empty_phases) +
+               " node-phase(s) without a sample (shorter than the interval?)";
+  }
+  if (!note_list.empty()) {  // the first three here, all in the evidence
+    const std::size_t shown = std::min<std::size_t>(3, note_list.size());
+    message += "; not sampled: " +
+               join(std::vector<std::string>(
+                        note_list.begin(), note_list.begin() + static_cast<std::ptrdiff_t>(shown)),
+                    "; ");
+    if (note_list.size() > shown) {
+      message += " (and " + std::to_string(note_list.size() - shown) + " more in the evidence)";
+    }
+  }
+  Finding coverage =
+      run_finding("telemetry.coverage", empty_phases > 0 ? CheckStatus::kWarn : CheckStatus::kPass,
+                  std::move(message));
   coverage.evidence = join(note_list, "; ");
   t.findings.push_back(std::move(coverage));
   gpu_error_checks(t, facts, t.findings);
@@ -508,11 +504,9 @@ std::string format_telemetry(const TelemetryFindings& t) {
     gpus += n.gpus().size();
     cost = std::max(cost, n.sample_cost_us);
   }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", cost);
   return "telemetry: " + std::to_string(t.nodes.size()) + " node(s) every " +
          std::to_string(t.interval_ms) + " ms, " + std::to_string(gpus) +
-         " GPU(s); a sample cost up to " + buf + " us\n";
+         " GPU(s); a sample cost up to " + num(cost) + " us\n";
 }
 
 void attach_throttling(std::vector<Finding>& findings, const TelemetryFindings& t,
@@ -525,9 +519,8 @@ void attach_throttling(std::vector<Finding>& findings, const TelemetryFindings& 
     const auto rank = std::find_if(facts.ranks.begin(), facts.ranks.end(),
                                    [&](const RankInfo& r) { return r.rank == f.rank; });
     if (rank == facts.ranks.end() || rank->gpu.pci_bus_id.empty()) continue;
-    const auto node = std::find_if(t.nodes.begin(), t.nodes.end(), [&](const TelemetryNode& n) {
-      return n.node == rank->node_index;
-    });
+    const auto node = std::find_if(t.nodes.begin(), t.nodes.end(),
+                                   [&](const TelemetryNode& n) { return on_host(n, *rank); });
     if (node == t.nodes.end()) continue;
     const auto p = std::find(node->phases.begin(), node->phases.end(), phase);
     if (p == node->phases.end()) continue;

@@ -16,7 +16,6 @@
 #include "telemetry/sampler.hpp"
 #include "telemetry/summary.hpp"
 #include "topology/cpu_list.hpp"
-#include "topology/discovery.hpp"
 
 namespace shakedown {
 namespace {
@@ -32,7 +31,7 @@ std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
   SD_MPI_CHECK(
       MPI_Comm_split_type(ctx.world(), MPI_COMM_TYPE_SHARED, ctx.rank(), MPI_INFO_NULL, &host));
   const CommHandle host_handle(host);
-  const std::vector<std::string> bound = allgather_strings(host, bound_cpus());
+  const std::vector<std::string> bound = allgather_strings(host, self.cpus);
   std::vector<int> out;
   const auto allowed = parse_cpu_list(self.allowed_cpus);
   if (!allowed) return out;
@@ -48,6 +47,12 @@ std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
   return out;
 }
 
+// What a test names in place of a system file (SHAKEDOWN_TEST_NVML_LIBRARY, _KERNEL_LOG), or "".
+std::string test_override(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr ? value : "";
+}
+
 std::string cpu_text(const std::vector<int>& cpus) {
   std::vector<std::string> parts;
   for (int c : cpus) parts.push_back(std::to_string(c));
@@ -55,13 +60,6 @@ std::string cpu_text(const std::vector<int>& cpus) {
 }
 
 }  // namespace
-
-std::string nvml_library_to_load() {
-  if (const char* test = std::getenv("SHAKEDOWN_TEST_NVML_LIBRARY"); test != nullptr && *test) {
-    return test;
-  }
-  return "libnvidia-ml.so.1";
-}
 
 TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telemetry.enabled) {
   if (!enabled_) return;
@@ -73,16 +71,15 @@ TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telem
   if (env.ctx.host_local_rank() == 0) {
     // NVML only where an NVIDIA driver is (a CPU host has nothing for it to say, and the library
     // is not loaded for nothing), or where a test names its stand-in.
-    const std::string library = nvml_library_to_load();
-    const bool driver = std::filesystem::exists("/proc/driver/nvidia");
-    tm::Nvml nvml = driver || library != "libnvidia-ml.so.1"
-                        ? tm::Nvml::open(library)
+    const std::string stand_in = test_override("SHAKEDOWN_TEST_NVML_LIBRARY");
+    const std::string kernel_log = test_override("SHAKEDOWN_TEST_KERNEL_LOG");
+    tm::Nvml nvml = !stand_in.empty() ? tm::Nvml::open(stand_in)
+                    : std::filesystem::exists("/proc/driver/nvidia")
+                        ? tm::Nvml::open()
                         : tm::Nvml::absent("no NVIDIA driver on this host (/proc/driver/nvidia)");
-    tm::HostReader host;
-    const char* kmsg = std::getenv("SHAKEDOWN_TEST_KERNEL_LOG");  // tests: a file they write
-    sampler_ = std::make_unique<tm::Sampler>(std::move(host), std::move(nvml),
+    sampler_ = std::make_unique<tm::Sampler>(tm::HostReader(), std::move(nvml),
                                              std::chrono::milliseconds(cfg.interval_ms), cpus,
-                                             kmsg != nullptr && *kmsg ? kmsg : "/dev/kmsg");
+                                             kernel_log.empty() ? "/dev/kmsg" : kernel_log);
     sampler_cpus_ = cpus.empty() ? "shared with the ranks (no CPU free of them)" : cpu_text(cpus);
     summarizer_ = std::make_unique<tm::NodeSummarizer>(sampler_->channels(),
                                                        cfg.decimate_ms * 1000.0, cfg.keep == "all");

@@ -36,13 +36,9 @@ class TelemetryRun {
   bool enabled_ = false;
   bool header_sent_ = false;
   std::string sampler_cpus_;  // hosts' first ranks: where the sampler runs, for the record
-  std::unique_ptr<telemetry::Sampler> sampler_;            // node leaders
-  std::unique_ptr<telemetry::NodeSummarizer> summarizer_;  // node leaders
+  std::unique_ptr<telemetry::Sampler> sampler_;            // hosts' first ranks
+  std::unique_ptr<telemetry::NodeSummarizer> summarizer_;  // hosts' first ranks
   std::map<int, TelemetryGroup> written_;  // rank 0: what each node's group says so far
 };
-
-// The NVML library the sampler loads: libnvidia-ml.so.1, or for tests only the stand-in named
-// by SHAKEDOWN_TEST_NVML_LIBRARY.
-std::string nvml_library_to_load();
 
 }  // namespace shakedown

@@ -65,6 +65,11 @@ const std::vector<Channel>& gpu_signals();  // device left empty
 // reason other than being idle or set so: software power cap, hardware slowdown, software and
 // hardware thermal slowdown, hardware power brake.
 inline constexpr unsigned long long kThrottleBits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+// A bit-mask channel's value as bits: 0 for NaN (not read) and for anything that is no mask
+// (negative, too large: a damaged file), so the cast is always defined.
+inline unsigned long long bits_of(double v) {
+  return v >= 0 && v < 0x1p63 ? static_cast<unsigned long long>(v) : 0;
+}
 // "sw_power_cap, hw_slowdown" for the bits of `reasons` in kThrottleBits.
 std::string throttle_reasons_text(unsigned long long reasons);
 

@@ -124,7 +124,10 @@ Nvml Nvml::open(const std::string& library) {
   nvml.initialised_ = true;
   unsigned count = 0;
   if (const Ret rc = fn.count(&count); rc != kSuccess) {
+    // No GPU to read: not loaded, so the reason is recorded like any other.
     nvml.why_ = "nvmlDeviceGetCount: " + nvml.error_text(rc);
+    fn.shutdown();
+    nvml.initialised_ = false;
     return nvml;
   }
   for (unsigned i = 0; i < count; ++i) {

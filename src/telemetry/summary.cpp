@@ -145,9 +145,7 @@ NodePhase NodeSummarizer::summarize(const std::string& name, double start_us, do
       const double v = values[t * nc + c];
       if (!std::isfinite(v)) continue;
       column.push_back(v);
-      if (channels_[c].kind == Kind::kBits && v >= 0 && v < 0x1p63) {
-        bits |= static_cast<unsigned long long>(v);
-      }
+      if (channels_[c].kind == Kind::kBits) bits |= bits_of(v);
     }
     if (column.empty()) continue;
     const auto [lo, hi] = std::minmax_element(column.begin(), column.end());
@@ -192,7 +190,7 @@ NodePhase NodeSummarizer::summarize(const std::string& name, double start_us, do
         if (!std::isfinite(v)) continue;
         sum += v;
         last = v;
-        if (v >= 0 && v < 0x1p63) bits |= static_cast<unsigned long long>(v);
+        bits |= bits_of(v);
         ++n;
       }
       double acc = kNaN;

@@ -87,4 +87,21 @@ TEST(AnalysisTelemetry, OnlyWarnedOrFailedRankFindingsOfSlownessChange) {
   EXPECT_EQ(more[0].message, "rank 1 is 30% slower");
 }
 
+TEST(AnalysisTelemetry, APretendNodesRankUsesItsHostsSampler) {
+  // One sampler per host: a rank of the host's second pretend node (node 1) finds its GPU in the
+  // telemetry filed under node 0.
+  RunFacts facts = two_ranks();
+  facts.ranks[1].node_index = 1;
+  std::vector<Finding> findings = {slow(1, "gemm.stragglers")};
+  attach_throttling(findings, one_node(), facts);
+  EXPECT_NE(findings[0].message.find("its GPU (gpu1, 0000:1c:00.0) ran below its clocks in gemm"),
+            std::string::npos)
+      << findings[0].message;
+  // A rank of another host is not told about this host's GPUs.
+  facts.ranks[1].hostname = "gpu-b";
+  findings = {slow(1, "gemm.stragglers")};
+  attach_throttling(findings, one_node(), facts);
+  EXPECT_EQ(findings[0].message, "rank 1 is 30% slower");
+}
+
 }  // namespace

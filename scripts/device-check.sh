@@ -339,6 +339,8 @@ for d in gpus:
         print("  %s %-12s %s" % (d, name, ", ".join(row)))
 print("  events: " + (a("events").replace("\n", "; ") or "none"))
 print("  not sampled: " + (a("notes").replace("\n", "; ") or "nothing"))
+xid = [n for n in a("notes").split("\n") if "Xid" in n]
+print("  Xid watch: " + ("; ".join(xid) if xid else "every GPU (NVML's event set, else the kernel log)"))
 print("  sampler cost: %.0f us per sample" % float(g.attrs["sample_cost_us"]))
 PY
     cat "$out/telemetry.txt"

@@ -43,6 +43,16 @@ constexpr int kEccCorrected = 0;
 constexpr int kEccUncorrected = 1;
 constexpr int kEccVolatile = 0;
 constexpr unsigned kMaxNvlinks = 36;  // NVML_NVLINK_MAX_LINKS in the NVML 13 header
+constexpr Ret kTimeout = 10;          // NVML_ERROR_TIMEOUT: no event within the wait
+constexpr unsigned long long kEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+using EventSet = void*;                                // nvmlEventSet_t
+struct EventData {  // nvmlEventData_t, as nvmlEventSetWait_v2 fills it
+  Dev device;
+  unsigned long long event_type;
+  unsigned long long event_data;  // the Xid, for an Xid event
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
 
 }  // namespace nvml_c
 using namespace nvml_c;
@@ -69,6 +79,11 @@ struct Nvml::Functions {
   Ret (*pcie_max_width)(Dev, unsigned*) = nullptr;
   Ret (*nvlink_state)(Dev, unsigned, int*) = nullptr;
   Ret (*mig_mode)(Dev, unsigned*, unsigned*) = nullptr;
+  Ret (*event_set_create)(EventSet*) = nullptr;
+  Ret (*event_set_free)(EventSet) = nullptr;
+  Ret (*supported_events)(Dev, unsigned long long*) = nullptr;
+  Ret (*register_events)(Dev, unsigned long long, EventSet) = nullptr;
+  Ret (*event_set_wait)(EventSet, EventData*, unsigned) = nullptr;
   std::vector<unsigned> nvlinks_known;  // per GPU: links NVML answered for at open
 };
 
@@ -110,6 +125,13 @@ Nvml Nvml::open(const std::string& library) {
   f->pcie_max_width = lib.function<decltype(f->pcie_max_width)>("nvmlDeviceGetMaxPcieLinkWidth");
   f->nvlink_state = lib.function<decltype(f->nvlink_state)>("nvmlDeviceGetNvLinkState");
   f->mig_mode = lib.function<decltype(f->mig_mode)>("nvmlDeviceGetMigMode");
+  f->event_set_create = lib.function<decltype(f->event_set_create)>("nvmlEventSetCreate");
+  f->event_set_free = lib.function<decltype(f->event_set_free)>("nvmlEventSetFree");
+  f->supported_events =
+      lib.function<decltype(f->supported_events)>("nvmlDeviceGetSupportedEventTypes");
+  f->register_events = lib.function<decltype(f->register_events)>("nvmlDeviceRegisterEvents");
+  // The _v2 wait fills the MIG instance ids too (the header maps nvmlEventSetWait to it).
+  f->event_set_wait = lib.function<decltype(f->event_set_wait)>("nvmlEventSetWait_v2");
   nvml.fn_ = std::move(f);
   Functions& fn = *nvml.fn_;
   if (fn.init == nullptr || fn.shutdown == nullptr || fn.count == nullptr ||
@@ -168,12 +190,76 @@ Nvml::Nvml(Nvml&& other) noexcept
       bus_ids_(std::move(other.bus_ids_)),
       noted_(std::move(other.noted_)),
       unavailable_(std::move(other.unavailable_)),
+      event_set_(std::exchange(other.event_set_, nullptr)),
+      xid_watched_(std::move(other.xid_watched_)),
+      xid_notes_(std::move(other.xid_notes_)),
       why_(std::move(other.why_)),
       initialised_(std::exchange(other.initialised_, false)),
       fn_(std::move(other.fn_)) {}
 
 Nvml::~Nvml() {
+  if (event_set_ != nullptr && fn_ && fn_->event_set_free != nullptr) {
+    fn_->event_set_free(event_set_);
+  }
   if (initialised_ && fn_ && fn_->shutdown != nullptr) fn_->shutdown();
+}
+
+void Nvml::watch_xids() {
+  if (!initialised_ || event_set_ != nullptr || !xid_watched_.empty()) return;  // once
+  xid_watched_.assign(devices_.size(), false);
+  const Functions& fn = *fn_;
+  if (fn.event_set_create == nullptr || fn.register_events == nullptr ||
+      fn.event_set_wait == nullptr || fn.event_set_free == nullptr) {
+    xid_notes_.push_back("Xid events: this NVML has no event set (nvmlEventSetWait_v2)");
+    return;
+  }
+  if (const Ret rc = fn.event_set_create(&event_set_); rc != kSuccess) {
+    event_set_ = nullptr;
+    xid_notes_.push_back("Xid events: nvmlEventSetCreate: " + error_text(rc));
+    return;
+  }
+  for (std::size_t g = 0; g < devices_.size(); ++g) {
+    const std::string gpu = "gpu" + std::to_string(g);
+    if (devices_[g] == nullptr) continue;
+    // Asked first where the driver can say: registering a type the GPU lacks fails the call.
+    unsigned long long supported = kEventXidCritical;
+    if (fn.supported_events != nullptr &&
+        fn.supported_events(devices_[g], &supported) == kSuccess &&
+        (supported & kEventXidCritical) == 0) {
+      xid_notes_.push_back(gpu + " Xid events: not among the GPU's event types");
+      continue;
+    }
+    if (const Ret rc = fn.register_events(devices_[g], kEventXidCritical, event_set_);
+        rc != kSuccess) {
+      xid_notes_.push_back(gpu + " Xid events: nvmlDeviceRegisterEvents: " + error_text(rc));
+      continue;
+    }
+    xid_watched_[g] = true;
+  }
+}
+
+std::vector<Nvml::Xid> Nvml::poll_xids() {
+  std::vector<Xid> out;
+  if (event_set_ == nullptr) return out;
+  // Bounded like the kernel log's reader: a storm of events cannot hold the sampler.
+  for (int i = 0; i < 1024; ++i) {
+    EventData data{};
+    const Ret rc = fn_->event_set_wait(event_set_, &data, 0);
+    if (rc == kTimeout) break;  // nothing (more) delivered
+    if (rc != kSuccess) {
+      // GPU_IS_LOST and the like: the GPU's own signals say so; the set is not asked again.
+      xid_notes_.push_back("Xid events: nvmlEventSetWait: " + error_text(rc) +
+                           " (no Xid events after this)");
+      fn_->event_set_free(event_set_);
+      event_set_ = nullptr;
+      break;
+    }
+    if ((data.event_type & kEventXidCritical) == 0) continue;
+    const auto at = std::find(devices_.begin(), devices_.end(), data.device);
+    const int gpu = at == devices_.end() ? -1 : static_cast<int>(at - devices_.begin());
+    out.push_back({gpu, static_cast<int>(data.event_data)});
+  }
+  return out;
 }
 
 std::string Nvml::error_text(int rc) const {

@@ -42,6 +42,23 @@ class Nvml {
   // "gpu0 temperature: Not Supported", one line per signal and GPU that gave no value.
   const std::vector<std::string>& unavailable() const noexcept { return unavailable_; }
 
+  // Xid errors through NVML's event set (nvmlEventTypeXidCriticalError): registers every GPU
+  // once and says which it watches (watching_xids(g)); a GPU NVML refuses (an old driver,
+  // NOT_SUPPORTED, NO_PERMISSION) is left to the kernel log, and xid_notes() says why. NVML's
+  // events need no access to the kernel log and name the device themselves.
+  void watch_xids();
+  bool watching_xids(int index) const {
+    return index >= 0 && static_cast<std::size_t>(index) < xid_watched_.size() &&
+           xid_watched_[static_cast<std::size_t>(index)];
+  }
+  const std::vector<std::string>& xid_notes() const noexcept { return xid_notes_; }
+  struct Xid {
+    int gpu;   // NVML index
+    int code;  // the Xid
+  };
+  // The Xids delivered since the last call (never blocks: a wait of 0 ms until NVML has none).
+  std::vector<Xid> poll_xids();
+
   struct Functions;  // the resolved NVML entry points (nvml.cpp)
 
  private:
@@ -54,6 +71,9 @@ class Nvml {
   std::vector<std::string> bus_ids_;
   std::vector<std::vector<bool>> noted_;  // [gpu][signal]: unavailability recorded
   std::vector<std::string> unavailable_;
+  void* event_set_ = nullptr;      // nvmlEventSet_t, freed with the library
+  std::vector<bool> xid_watched_;  // [gpu]: registered for Xid events
+  std::vector<std::string> xid_notes_;
   std::string why_;
   bool initialised_ = false;
   std::unique_ptr<Functions> fn_;  // null until the library is loaded

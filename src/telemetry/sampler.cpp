@@ -2,9 +2,9 @@
 
 #include <sched.h>
 
-#include <cctype>
 #include <utility>
 
+#include "core/strings.hpp"
 #include "runtime/clock.hpp"
 
 namespace shakedown::telemetry {
@@ -21,10 +21,26 @@ Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
       }
       bus_ids_.push_back(nvml_.bus_id(g));
     }
-    xid_.emplace(kernel_log);
     xid_count_.assign(static_cast<std::size_t>(nvml_.count()), 0.0);
     xid_last_.assign(static_cast<std::size_t>(nvml_.count()), kNaN);
-    if (!xid_->readable()) xid_notes_.push_back("no Xid errors: " + xid_->why());
+    // Xids from NVML's event set where it takes the GPU, else from the kernel log.
+    nvml_.watch_xids();
+    xid_lost_seen_ = nvml_.xid_notes().size();  // registration's notes are judged here
+    std::vector<std::string> unwatched;
+    for (int g = 0; g < nvml_.count(); ++g) {
+      if (!nvml_.watching_xids(g)) unwatched.push_back("gpu" + std::to_string(g));
+    }
+    if (!unwatched.empty()) {
+      xid_.emplace(kernel_log);
+      if (!xid_->readable()) {
+        // Neither source: NVML's reasons, then the log's.
+        xid_notes_ = nvml_.xid_notes();
+        xid_notes_.push_back(
+            "no Xid errors" +
+            (static_cast<int>(unwatched.size()) == nvml_.count() ? "" : " for " + join(unwatched)) +
+            ": " + xid_->why());
+      }
+    }
   } else {
     nvml_note_ = "no GPU signals: " + nvml_.why();
   }
@@ -52,30 +68,45 @@ void Sampler::sample_once(std::vector<double>& row) {
 }
 
 void Sampler::read_xids(std::vector<double>& row) {
-  if (!xid_ || !xid_->readable()) return;  // NaN: not watched (the notes say why)
-  const std::size_t host_channels = host_.channels().size();
-  const std::size_t per_gpu = gpu_signals().size();
-  for (const XidEvent& e : xid_->poll()) {
+  std::vector<std::string> unmatched;
+  for (const Nvml::Xid& x : nvml_.poll_xids()) {
+    if (x.gpu < 0) {
+      unmatched.push_back("Xid " + std::to_string(x.code) +
+                          " from NVML's event set for a device it does not list");
+      continue;
+    }
+    xid_count_[static_cast<std::size_t>(x.gpu)] += 1;
+    xid_last_[static_cast<std::size_t>(x.gpu)] = x.code;
+  }
+  const bool log = xid_ && xid_->readable();
+  for (const XidEvent& e : log ? xid_->poll() : std::vector<XidEvent>{}) {
     // The driver writes "0000:1b:00", NVML "0000:1b:00.0".
-    std::string bus = e.bus;
-    for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string bus = lowercase(e.bus);
     bool matched = false;
     for (std::size_t g = 0; g < bus_ids_.size(); ++g) {
-      if (!bus.empty() && bus_ids_[g].rfind(bus, 0) == 0) {
-        xid_count_[g] += 1;
-        xid_last_[g] = e.code;
-        matched = true;
-      }
+      if (bus.empty() || bus_ids_[g].rfind(bus, 0) != 0) continue;
+      matched = true;
+      // A GPU NVML's event set watches has this Xid counted already.
+      if (nvml_.watching_xids(static_cast<int>(g))) continue;
+      xid_count_[g] += 1;
+      xid_last_[g] = e.code;
     }
     if (!matched) {
-      std::lock_guard lock(mutex_);
-      if (xid_notes_.size() < 16) {
-        xid_notes_.push_back("Xid " + std::to_string(e.code) + " of " + e.bus +
-                             ", a device NVML does not list: " + e.text);
-      }
+      unmatched.push_back("Xid " + std::to_string(e.code) + " of " + e.bus +
+                          ", a device NVML does not list: " + e.text);
     }
   }
+  if (!unmatched.empty()) {
+    std::lock_guard lock(mutex_);
+    for (std::string& note : unmatched) {
+      if (xid_notes_.size() < 16) xid_notes_.push_back(std::move(note));
+    }
+  }
+  const std::size_t host_channels = host_.channels().size();
+  const std::size_t per_gpu = gpu_signals().size();
   for (std::size_t g = 0; g < xid_count_.size(); ++g) {
+    // NaN where neither source watches the GPU (the notes say why).
+    if (!log && !nvml_.watching_xids(static_cast<int>(g))) continue;
     const std::size_t at = host_channels + g * per_gpu + per_gpu - 2;  // the last two signals
     row[at] = xid_count_[g];
     row[at + 1] = xid_last_[g];
@@ -106,6 +137,11 @@ void Sampler::run() {
       cost_sum_us_ += t1 - t0;
       ++samples_;
       if (nvml_.unavailable().size() != gpu_notes_.size()) gpu_notes_ = nvml_.unavailable();
+      // An event set that failed during the run says so (NVML's notes after the first).
+      if (const auto& lost = nvml_.xid_notes(); lost.size() > xid_lost_seen_) {
+        for (std::size_t i = xid_lost_seen_; i < lost.size(); ++i) xid_notes_.push_back(lost[i]);
+        xid_lost_seen_ = lost.size();
+      }
       // On a fixed grid, not "interval after the last sample": the rate stays what was asked
       // however long a sample takes (a slow one is followed at once by the next).
       next += interval_;

@@ -31,7 +31,8 @@ class Sampler {
   // Takes a first sample at once, then one every `interval` until destroyed. With `cpus`, the
   // thread runs only on those (CPUs no rank is bound to, so it never takes a measuring rank's
   // core); empty: where the process may run.
-  // With NVML loaded it also reads the GPUs' Xid errors from `kernel_log` (written from now on).
+  // With NVML loaded it also counts the GPUs' Xid errors from now on: through NVML's event set,
+  // and from `kernel_log` for any GPU the event set does not take.
   Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
           std::vector<int> cpus = {}, const std::string& kernel_log = "/dev/kmsg");
   Sampler(const Sampler&) = delete;
@@ -62,7 +63,7 @@ class Sampler {
   std::vector<Channel> channels_;
   std::vector<std::string> bus_ids_;
   std::string nvml_note_;                     // why there are no GPU signals, "" when NVML loaded
-  std::optional<XidReader> xid_;              // with NVML only
+  std::optional<XidReader> xid_;              // a GPU NVML's event set does not watch
   std::vector<double> xid_count_, xid_last_;  // per GPU; the sampler thread's
 
   mutable std::mutex mutex_;
@@ -71,6 +72,7 @@ class Sampler {
   Batch batch_;                         // guarded by mutex_
   std::vector<std::string> gpu_notes_;  // guarded by mutex_
   std::vector<std::string> xid_notes_;  // guarded by mutex_
+  std::size_t xid_lost_seen_ = 0;       // NVML's Xid notes copied so far (the sampler thread's)
   double cost_sum_us_ = 0;              // guarded by mutex_
   long samples_ = 0;                    // guarded by mutex_
   std::thread thread_;                  // last: started once everything above exists

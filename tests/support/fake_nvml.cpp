@@ -5,15 +5,18 @@
 //   FAKE_NVML_GPUS=N           GPUs (default 2)
 //   FAKE_NVML_INIT=rc          nvmlInit_v2 fails with this nvmlReturn_t (9: driver not loaded)
 //   FAKE_NVML_UNSUPPORTED=a,b  these answer NOT_SUPPORTED: temperature, ecc, remap, nvlink, pcie,
-//                              power, clocks, reasons
+//                              power, clocks, reasons; "events": nvmlDeviceRegisterEvents
+//                              answers NO_PERMISSION (Xids then come from the kernel log only)
 //   FAKE_NVML_THROTTLE=g       GPU g reports hardware slowdown + software power cap
 //   FAKE_NVML_ECC=g            GPU g has 1 uncorrected ECC error from the FAKE_NVML_AFTER-th
 //                              sample on (default 0: from the first, i.e. before the run)
 //   FAKE_NVML_PCIE=g           GPU g's link runs at Gen3 x8 of Gen5 x16
 //   FAKE_NVML_NVLINK_DOWN=g    GPU g has 16 of 18 NVLink links up (the others 18)
-//   FAKE_NVML_XID=g,code       at its FAKE_NVML_AFTER-th sample GPU g's driver "logs" Xid `code`:
-//                              a kernel log line appended to FAKE_NVML_KERNEL_LOG (the file the
-//                              sampler reads as the kernel log in tests)
+//   FAKE_NVML_XID=g,code       at its FAKE_NVML_AFTER-th sample GPU g's driver reports Xid `code`
+//                              as the real one does, twice: an event for the event sets GPU g is
+//                              registered in, and a kernel log line appended to
+//                              FAKE_NVML_KERNEL_LOG (the file the sampler reads as the kernel
+//                              log in tests)
 //   FAKE_NVML_AFTER=n          sample (utilization read) from which the faults above appear
 // Every GPU is 90% busy (so PCIe is judged under load), draws 350 + 10 g W of 700 W, runs at
 // 1980 MHz SM / 2619 MHz memory and 45 + g degrees.
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -38,6 +42,8 @@ struct Script {
   std::string kernel_log;
   long after = 0;
   std::vector<Gpu> state;
+  std::vector<bool> registered;              // [gpu]: in the event set for Xids
+  std::vector<std::pair<int, int>> pending;  // Xid events not yet waited for: (gpu, code)
 };
 Script& script() {
   static Script s;  // the stand-in's own state: one per process, as NVML's
@@ -58,7 +64,8 @@ int index_of(void* dev) {
 bool faulty(int g, int which) {
   return g == which && script().state[static_cast<std::size_t>(g)].samples > script().after;
 }
-constexpr int kSuccess = 0, kInvalid = 2, kNotSupported = 3;
+constexpr int kSuccess = 0, kInvalid = 2, kNotSupported = 3, kNoPermission = 4, kTimeout = 10;
+constexpr unsigned long long kEventXid = 0x8;
 
 struct Utilization {
   unsigned gpu, memory;
@@ -70,6 +77,11 @@ struct PciInfo {
   char bus_id_legacy[16];
   unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
   char bus_id[32];
+};
+struct EventData {
+  void* device;
+  unsigned long long type, data;
+  unsigned gpu_instance, compute_instance;
 };
 
 }  // namespace
@@ -95,6 +107,8 @@ int nvmlInit_v2() {
   const char* log = std::getenv("FAKE_NVML_KERNEL_LOG");
   s.kernel_log = log != nullptr ? log : "";
   s.state.assign(static_cast<std::size_t>(s.gpus), Gpu{});
+  s.registered.assign(static_cast<std::size_t>(s.gpus), false);
+  s.pending.clear();
   return s.init_rc;
 }
 int nvmlShutdown() {
@@ -104,6 +118,8 @@ const char* nvmlErrorString(int rc) {
   switch (rc) {
     case 3:
       return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
     case 9:
       return "Driver Not Loaded";
     default:
@@ -128,6 +144,9 @@ int nvmlDeviceGetUtilizationRates(void* dev, Utilization* u) {
   Script& s = script();
   const int g = index_of(dev);
   const long sample = ++s.state[static_cast<std::size_t>(g)].samples;
+  if (g == s.xid_gpu && sample == std::max(1L, s.after + 1)) {
+    if (s.registered[static_cast<std::size_t>(g)]) s.pending.emplace_back(g, s.xid_code);
+  }
   if (g == s.xid_gpu && sample == std::max(1L, s.after + 1) && !s.kernel_log.empty()) {
     if (FILE* f = std::fopen(s.kernel_log.c_str(), "a")) {
       std::fprintf(f,
@@ -216,6 +235,33 @@ int nvmlDeviceGetNvLinkState(void* dev, unsigned link, int* active) {
 }
 int nvmlDeviceGetMigMode(void*, unsigned* current, unsigned* pending) {
   *current = *pending = 0;
+  return kSuccess;
+}
+
+int nvmlEventSetCreate(void** set) {
+  *set = &script();  // one set per process is all the sampler makes
+  return kSuccess;
+}
+int nvmlEventSetFree(void*) {
+  return kSuccess;
+}
+int nvmlDeviceGetSupportedEventTypes(void*, unsigned long long* types) {
+  *types = kEventXid | 0x1 | 0x2;  // Xid, single- and double-bit ECC
+  return kSuccess;
+}
+int nvmlDeviceRegisterEvents(void* dev, unsigned long long types, void*) {
+  if (unsupported("events")) return kNoPermission;
+  if ((types & ~(kEventXid | 0x1ull | 0x2ull)) != 0) return kNotSupported;
+  if ((types & kEventXid) != 0) script().registered[static_cast<std::size_t>(index_of(dev))] = true;
+  return kSuccess;
+}
+int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
+  Script& s = script();
+  if (s.pending.empty()) return kTimeout;  // the stand-in never sleeps: nothing has come
+  const auto [g, code] = s.pending.front();
+  s.pending.erase(s.pending.begin());
+  *data = EventData{reinterpret_cast<void*>(static_cast<std::intptr_t>(g) + 1), kEventXid,
+                    static_cast<unsigned long long>(code), ~0u, ~0u};
   return kSuccess;
 }
 

@@ -32,7 +32,8 @@ class FakeNvmlEnv {
   static void clear() {
     for (const char* name :
          {"FAKE_NVML_GPUS", "FAKE_NVML_INIT", "FAKE_NVML_UNSUPPORTED", "FAKE_NVML_THROTTLE",
-          "FAKE_NVML_ECC", "FAKE_NVML_PCIE", "FAKE_NVML_NVLINK_DOWN", "FAKE_NVML_AFTER"}) {
+          "FAKE_NVML_ECC", "FAKE_NVML_PCIE", "FAKE_NVML_NVLINK_DOWN", "FAKE_NVML_AFTER",
+          "FAKE_NVML_XID", "FAKE_NVML_KERNEL_LOG"}) {
       unsetenv(name);
     }
   }
@@ -270,35 +271,101 @@ TEST(TelemetryXid, ReadsOnlyWhatIsWrittenAfterItStarts) {
   EXPECT_TRUE(none.poll().empty());
 }
 
-TEST(TelemetryXid, TheSamplerCountsEachGpusXids) {
+// The last sample's Xid count and last code of `device` ("gpu1").
+struct XidSeen {
+  double count, last;
+};
+// The sampler's notes about Xids (the host's own notes depend on the machine).
+std::vector<std::string> xid_notes(const Sampler& sampler) {
+  std::vector<std::string> out;
+  for (const std::string& note : sampler.notes()) {
+    if (note.find("Xid") != std::string::npos) out.push_back(note);
+  }
+  return out;
+}
+XidSeen last_xid(const Sampler& sampler, const Batch& b, const std::string& device) {
+  const auto& ch = sampler.channels();
+  XidSeen seen{-1, -1};
+  const std::size_t row = (b.time_us.size() - 1) * ch.size();
+  for (std::size_t c = 0; c < ch.size(); ++c) {
+    if (ch[c].device != device) continue;
+    if (ch[c].signal == gpu::kXidCount) seen.count = b.values[row + c];
+    if (ch[c].signal == gpu::kXidLast) seen.last = b.values[row + c];
+  }
+  return seen;
+}
+
+TEST(TelemetryXid, NvmlsEventSetDeliversEachGpusXids) {
+  FakeNvmlEnv env;
+  env.set("FAKE_NVML_XID", "1,48");
+  env.set("FAKE_NVML_AFTER", "2");
+  Nvml nvml = Nvml::open(SHAKEDOWN_FAKE_NVML);
+  ASSERT_TRUE(nvml.loaded()) << nvml.why();
+  nvml.watch_xids();
+  EXPECT_TRUE(nvml.watching_xids(0));
+  EXPECT_TRUE(nvml.watching_xids(1));
+  EXPECT_FALSE(nvml.watching_xids(2));
+  EXPECT_TRUE(nvml.xid_notes().empty());
+  std::vector<double> row(gpu_signals().size());
+  nvml.read(1, row);  // the first sample: nothing yet
+  EXPECT_TRUE(nvml.poll_xids().empty());
+  nvml.read(1, row);  // the second: the driver reports Xid 48 on GPU 1
+  const auto xids = nvml.poll_xids();
+  ASSERT_EQ(xids.size(), 1u);
+  EXPECT_EQ(xids[0].gpu, 1);
+  EXPECT_EQ(xids[0].code, 48);
+  EXPECT_TRUE(nvml.poll_xids().empty()) << "each event is delivered once";
+}
+
+TEST(TelemetryXid, TheSamplerCountsEachGpusXidsOnceFromEitherSource) {
   FakeNvmlEnv env;
   shakedown::testing_support::TempDir dir;
   const std::string log = (dir / "kmsg").string();
   std::ofstream(log) << "";
   env.set("FAKE_NVML_XID", "1,79");
   env.set("FAKE_NVML_KERNEL_LOG", log.c_str());
-  Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10), {},
-                  log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  const Batch b = sampler.take();
-  ASSERT_GE(b.time_us.size(), 2u);
-  const auto& ch = sampler.channels();
-  const auto at = [&](const std::string& device, const char* signal) {
-    for (std::size_t c = 0; c < ch.size(); ++c) {
-      if (ch[c].device == device && ch[c].signal == signal) return c;
-    }
-    ADD_FAILURE() << device << " " << signal;
-    return std::size_t{0};
-  };
-  const std::size_t last_row = (b.time_us.size() - 1) * ch.size();
-  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu1", gpu::kXidCount)], 1);
-  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu1", gpu::kXidLast)], 79);
-  EXPECT_DOUBLE_EQ(b.values[last_row + at("gpu0", gpu::kXidCount)], 0);
-  EXPECT_TRUE(std::isnan(b.values[last_row + at("gpu0", gpu::kXidLast)]));
+  {
+    // The event set and the kernel log both carry the Xid: it counts once.
+    Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
+                    {}, log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    const Batch b = sampler.take();
+    ASSERT_GE(b.time_us.size(), 2u);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu0").count, 0);
+    EXPECT_TRUE(std::isnan(last_xid(sampler, b, "gpu0").last));
+    EXPECT_TRUE(xid_notes(sampler).empty());
+  }
+  {
+    // NVML's events alone: no readable kernel log is needed, and none is missed.
+    Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
+                    {}, (dir / "no-such-log").string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    const Batch b = sampler.take();
+    ASSERT_GE(b.time_us.size(), 2u);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
+    EXPECT_TRUE(xid_notes(sampler).empty()) << xid_notes(sampler).front();
+  }
+  {
+    // NVML refuses the event set: the kernel log alone.
+    std::ofstream(log) << "";
+    env.set("FAKE_NVML_UNSUPPORTED", "events");
+    Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
+                    {}, log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    const Batch b = sampler.take();
+    ASSERT_GE(b.time_us.size(), 2u);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
+    EXPECT_TRUE(xid_notes(sampler).empty()) << xid_notes(sampler).front();
+  }
 }
 
-TEST(TelemetryXid, AnUnreadableKernelLogLeavesXidsUnwatchedAndSaysWhy) {
+TEST(TelemetryXid, WithNeitherSourceXidsAreUnwatchedAndTheNotesSayWhy) {
   FakeNvmlEnv env;
+  env.set("FAKE_NVML_UNSUPPORTED", "events");
   Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10), {},
                   "/nonexistent/kmsg");
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -311,9 +378,11 @@ TEST(TelemetryXid, AnUnreadableKernelLogLeavesXidsUnwatchedAndSaysWhy) {
     }
   }
   const auto notes = sampler.notes();
-  EXPECT_NE(std::find(notes.begin(), notes.end(),
-                      "no Xid errors: /nonexistent/kmsg: No such file or directory"),
-            notes.end());
+  for (const char* want : {"gpu0 Xid events: nvmlDeviceRegisterEvents: Insufficient Permissions",
+                           "gpu1 Xid events: nvmlDeviceRegisterEvents: Insufficient Permissions",
+                           "no Xid errors: /nonexistent/kmsg: No such file or directory"}) {
+    EXPECT_NE(std::find(notes.begin(), notes.end(), want), notes.end()) << want;
+  }
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ struct TrainData {
   std::size_t steps = 0, world = 0, buckets = 0;
   std::vector<double> step, fwd, bwd, tp, exposed, span, optim, arrival, zero_share;  // [S, W]
   std::vector<std::uint64_t> hash;                                                    // [S, W]
-  std::vector<std::int64_t> tp_rank, dp_rank, finite;                                 // [W]
+  std::vector<std::int64_t> tp_rank, dp_rank, finite;  // [W]; finite empty: the phase stopped
+  std::int64_t steps_planned = 0;                      // 0: a file from before the attribute
   std::string model, engine, mlp;
   std::int64_t layers = 0, hidden = 0, tp_size = 1, dp_size = 1, zero = 0;
   bool overlap = true, sp = false;
@@ -68,7 +69,9 @@ TrainData read_train(const RunFile& f) {
   d.hash = f.read(g, t::kParamHash);
   d.tp_rank = f.read(g, t::kTpRank);
   d.dp_rank = f.read(g, t::kDpRank);
-  d.finite = f.read(g, t::kScalesFinite);
+  // Written when the phase ends: a run stopped mid-phase has its steps but not this.
+  if (f.has(g, t::kScalesFinite)) d.finite = f.read(g, t::kScalesFinite);
+  if (f.has_attr(g, t::kAttrStepsPlanned)) d.steps_planned = f.attr_int64(g, t::kAttrStepsPlanned);
   d.buckets = f.read(g, t::kBucketBytes).size();
   for (const auto* v :
        {&d.fwd, &d.bwd, &d.tp, &d.exposed, &d.span, &d.optim, &d.arrival, &d.zero_share}) {
@@ -77,7 +80,7 @@ TrainData read_train(const RunFile& f) {
     }
   }
   if (d.hash.size() != d.steps * d.world || d.tp_rank.size() != d.world ||
-      d.dp_rank.size() != d.world || d.finite.size() != d.world) {
+      d.dp_rank.size() != d.world || (!d.finite.empty() && d.finite.size() != d.world)) {
     throw RuntimeFault("/train: datasets of different shapes (a damaged file)");
   }
   d.model = f.attr_string(g, t::kAttrModel);
@@ -211,7 +214,7 @@ std::vector<Finding> numeric_checks(const TrainData& d, const RunFacts& facts) {
       const double z = d.at(d.zero_share, s, r);
       worst = std::isnan(z) || std::isnan(worst) ? z + worst : std::max(worst, z);
     }
-    if (d.finite[r] == 0) {
+    if (!d.finite.empty() && d.finite[r] == 0) {
       Finding f = rank_finding(facts, "train.numerics", CheckStatus::kFail, rank);
       f.message = facts.rank_name(rank) +
                   ": an FP8 scale or amax history entry is not finite (or not > 0) after the "
@@ -232,7 +235,13 @@ std::vector<Finding> numeric_checks(const TrainData& d, const RunFacts& facts) {
       out.push_back(f);
     }
   }
-  if (out.empty()) {
+  if (out.empty() && d.finite.empty()) {
+    // The phase stopped before its end: the scales were never read back.
+    out.push_back(run_finding("train.numerics", CheckStatus::kWarn,
+                              "FP8 scales not checked (the phase did not finish); under " +
+                                  fixed_text(100 * kMaxZeroGradShare, 0) +
+                                  "% of gradients exactly 0 in every recorded step"));
+  } else if (out.empty()) {
     out.push_back(run_finding("train.numerics", CheckStatus::kPass,
                               "FP8 scales and amax histories finite on every rank; under " +
                                   fixed_text(100 * kMaxZeroGradShare, 0) +
@@ -291,7 +300,16 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   cov.unit = "steps";
   if (d.steps == 0) {
     cov.status = CheckStatus::kFail;
-    cov.message = "nothing measured: no training step was recorded";
+    cov.message = "nothing measured: no training step was recorded" +
+                  (d.steps_planned > 0 ? " of the " + std::to_string(d.steps_planned) +
+                                             " planned (the phase did not finish)"
+                                       : std::string());
+  } else if (d.steps_planned > static_cast<std::int64_t>(d.steps)) {
+    // What was measured is judged below; the run's own status says why it stopped.
+    cov.status = CheckStatus::kFail;
+    cov.message = std::to_string(d.steps) + " of " + std::to_string(d.steps_planned) +
+                  " training step(s) recorded on " + std::to_string(d.world) +
+                  " ranks: the phase did not finish (" + sum.layout + ")";
   } else if (d.engine == "cublaslt") {
     cov.status = CheckStatus::kWarn;
     cov.message +=

@@ -2,10 +2,11 @@
 // (train/step.hpp) on every rank. TP groups are consecutive ranks of a node (its node
 // communicator split by local_rank / tp); a DP group is the ranks with one TP index across the
 // world. Each measured step records every rank's breakdown, its clock-aligned arrival at the DP
-// reduction, its bucket timings and the hash of its parameters; rank 0 writes /train once, after
-// the last step. The analysis (analysis/train_report.hpp) judges replicas, stragglers, lateness
-// and MFU from the file alone.
+// reduction, its bucket timings and the hash of its parameters; rank 0 writes /train's header
+// before the first step and appends each step behind the next (record/train_rows.hpp). The analysis
+// (analysis/train_report.hpp) judges replicas, stragglers, lateness and MFU from the file alone.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -81,31 +82,64 @@ void memory_budget(const Context& ctx, const TrainConfig& cfg, const train::Mode
   rec.memory_items = items.str();
 }
 
-// This rank's samples, one per measured step.
-struct Samples {
-  std::vector<double> step_ms, fwd, bwd, tp, exposed, span, optim, arrival, zero_share;
-  std::vector<std::uint64_t> hash;
-  std::vector<double> bucket_start, bucket_end;  // [steps, buckets]
+// One measured step of this rank, as rank 0 gathers it: doubles and the hash side by side as
+// 64-bit words (one gather a step carries all of it).
+std::vector<std::uint64_t> pack_step(const train::StepTimes& t, const train::TrainStep& ran,
+                                     double offset_us) {
+  std::vector<double> v = {t.step_s * 1e3,
+                           t.fwd_s * 1e3,
+                           t.bwd_s * 1e3,
+                           t.tp_comm_s * 1e3,
+                           t.dp_exposed_s * 1e3,
+                           t.dp_span_s * 1e3,
+                           t.optim_s * 1e3,
+                           t.backward_end_s * 1e6 - offset_us,  // on rank 0's clock
+                           ran.zero_gradient_share()};
+  const auto& timings = ran.bucket_timings();
+  const std::size_t nb = ran.buckets().buckets.size();
+  for (std::size_t b = 0; b < nb; ++b) {
+    v.push_back(b < timings.size() ? timings[b].start_s * 1e6 - offset_us : std::nan(""));
+  }
+  for (std::size_t b = 0; b < nb; ++b) {
+    v.push_back(b < timings.size() ? timings[b].end_s * 1e6 - offset_us : std::nan(""));
+  }
+  std::vector<std::uint64_t> out;
+  out.reserve(v.size() + 1);
+  for (double x : v) out.push_back(std::bit_cast<std::uint64_t>(x));
+  out.push_back(ran.parameter_hash());
+  return out;
+}
+constexpr std::size_t kStepScalars = 9;  // pack_step's doubles before the buckets
 
-  void add(const train::StepTimes& t, const train::TrainStep& ran, double offset_us) {
-    step_ms.push_back(t.step_s * 1e3);
-    fwd.push_back(t.fwd_s * 1e3);
-    bwd.push_back(t.bwd_s * 1e3);
-    tp.push_back(t.tp_comm_s * 1e3);
-    exposed.push_back(t.dp_exposed_s * 1e3);
-    span.push_back(t.dp_span_s * 1e3);
-    optim.push_back(t.optim_s * 1e3);
-    arrival.push_back(t.backward_end_s * 1e6 - offset_us);  // on rank 0's clock
-    zero_share.push_back(ran.zero_gradient_share());
-    hash.push_back(ran.parameter_hash());
-    const auto& timings = ran.bucket_timings();
-    for (std::size_t b = 0; b < ran.buckets().buckets.size(); ++b) {
-      const bool seen = b < timings.size();
-      bucket_start.push_back(seen ? timings[b].start_s * 1e6 - offset_us : std::nan(""));
-      bucket_end.push_back(seen ? timings[b].end_s * 1e6 - offset_us : std::nan(""));
+// Rank 0: the gathered words of one step ([world][kStepScalars + 2 buckets + 1]) as the rows
+// /train appends, with the times after the step's earliest arrival at the DP reduction (who the
+// others waited for).
+TrainStepRows unpack_step(const std::vector<std::uint64_t>& words, std::size_t world,
+                          std::size_t nb) {
+  const std::size_t width = kStepScalars + 2 * nb + 1;
+  const auto at = [&](std::size_t r, std::size_t i) {
+    return std::bit_cast<double>(words[r * width + i]);
+  };
+  TrainStepRows s;
+  std::vector<double>* scalars[kStepScalars] = {
+      &s.step_ms,    &s.fwd_ms,   &s.bwd_ms,        &s.tp_comm_ms,     &s.dp_exposed_ms,
+      &s.dp_span_ms, &s.optim_ms, &s.dp_arrival_us, &s.zero_grad_share};
+  for (std::size_t r = 0; r < world; ++r) {
+    for (std::size_t i = 0; i < kStepScalars; ++i) scalars[i]->push_back(at(r, i));
+    s.param_hash.push_back(words[r * width + width - 1]);
+  }
+  const double base = *std::min_element(s.dp_arrival_us.begin(), s.dp_arrival_us.end());
+  for (double& a : s.dp_arrival_us) a -= base;
+  s.bucket_start_us.resize(nb * world);
+  s.bucket_end_us.resize(nb * world);
+  for (std::size_t b = 0; b < nb; ++b) {
+    for (std::size_t r = 0; r < world; ++r) {
+      s.bucket_start_us[b * world + r] = at(r, kStepScalars + b) - base;
+      s.bucket_end_us[b * world + r] = at(r, kStepScalars + nb + b) - base;
     }
   }
-};
+  return s;
+}
 
 }  // namespace
 
@@ -161,8 +195,57 @@ void run_train(PhaseEnv& env) {
     env.watchdog.step("train warm-up step " + std::to_string(i + 1), env.config.timeouts.phase_s);
     step->run(-1 - i, fault);
   }
+  // /train's header before the first step; each step is appended as soon as it is measured,
+  // so a run that stops mid-phase keeps the steps before (the recorder writes what is queued
+  // when the watchdog ends the run).
+  env.watchdog.step("train: header");
+  MPI_Comm world = ctx.world();
+  const std::size_t nb = step->buckets().buckets.size();
+  const std::int64_t place[2] = {ctx.local_rank() % tp, comm_rank(dp_comm.get())};
+  std::vector<std::int64_t> places(ctx.is_root() ? 2 * static_cast<std::size_t>(ctx.world_size())
+                                                 : 0);
+  SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));
+  if (ctx.is_root()) {
+    TrainRecord rec;
+    rec.steps_planned = cfg.steps;
+    rec.buckets = nb;
+    rec.world = static_cast<std::uint64_t>(ctx.world_size());
+    for (std::uint64_t r = 0; r < rec.world; ++r) {
+      rec.tp_rank.push_back(places[2 * r]);
+      rec.dp_rank.push_back(places[2 * r + 1]);
+    }
+    for (const train::Bucket& b : step->buckets().buckets) {
+      rec.bucket_bytes.push_back(b.elements * static_cast<std::int64_t>(sizeof(float)));
+    }
+    rec.model = shape.name;
+    rec.mlp = shape.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu";
+    rec.recipe = cfg.recipe;
+    rec.format = cfg.format;
+    rec.engine = engine->name();
+    rec.layers = shape.layers;
+    rec.hidden = shape.hidden;
+    rec.ffn_hidden = shape.ffn_hidden;
+    rec.heads = shape.heads;
+    rec.kv_heads = shape.kv_heads;
+    rec.seq_len = cfg.seq_len;
+    rec.micro_batch = cfg.micro_batch;
+    rec.tp = parallel.tp;
+    rec.dp = parallel.dp;
+    rec.zero = parallel.zero;
+    rec.sequence_parallel = parallel.sequence_parallel;
+    rec.overlap = cfg.overlap;
+    rec.warmup_steps = cfg.warmup_steps;
+    rec.parameters = static_cast<std::int64_t>(train::parameter_count(shape));
+    rec.rank_flop = step->flops_per_step();
+    rec.tokens_per_step = step->tokens_per_step() * parallel.dp;
+    memory_budget(ctx, cfg, shape, parallel, rec);
+    env.recorder.write([&](RunWriter& writer) { write_train_header(writer, rec); });
+  }
+
   Progress progress("train", cfg.steps, env.progress);
-  Samples mine;
+  const std::size_t width = kStepScalars + 2 * nb + 1;
+  std::vector<std::uint64_t> gathered(
+      ctx.is_root() ? width * static_cast<std::size_t>(ctx.world_size()) : 0);
   for (int n = 1; n <= cfg.steps; ++n) {
     Watchdog::StepPlan plan;
     plan.total = 1;
@@ -177,78 +260,26 @@ void run_train(PhaseEnv& env) {
     }
     const train::StepTimes t = step->run(n, f);
     env.watchdog.progress().store(1, std::memory_order_relaxed);
-    mine.add(t, *step, ctx.clock_offset_us());
+    // Outside the step's timings: every rank's row to rank 0, written behind the next step.
+    const std::vector<std::uint64_t> mine = pack_step(t, *step, ctx.clock_offset_us());
+    SD_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(width), MPI_UINT64_T, gathered.data(),
+                            static_cast<int>(width), MPI_UINT64_T, 0, world));
+    if (ctx.is_root()) {
+      env.recorder.write_async(
+          [rows = unpack_step(gathered, static_cast<std::size_t>(ctx.world_size()), nb),
+           w = static_cast<std::uint64_t>(ctx.world_size()),
+           nb](RunWriter& writer) { append_train_step(writer, rows, w, nb); },
+          gathered.size() * sizeof(std::uint64_t));
+    }
   }
 
   env.watchdog.step("train: gather");
-  MPI_Comm world = ctx.world();
-  TrainRecord rec;
-  rec.steps = static_cast<std::uint64_t>(cfg.steps);
-  rec.buckets = step->buckets().buckets.size();
-  rec.world = static_cast<std::uint64_t>(ctx.world_size());
-  auto gather = [&](const std::vector<double>& v) {
-    return gather_rows<double>(world, 0, std::span<const double>(v));
-  };
-  rec.step_ms = gather(mine.step_ms);
-  rec.fwd_ms = gather(mine.fwd);
-  rec.bwd_ms = gather(mine.bwd);
-  rec.tp_comm_ms = gather(mine.tp);
-  rec.dp_exposed_ms = gather(mine.exposed);
-  rec.dp_span_ms = gather(mine.span);
-  rec.optim_ms = gather(mine.optim);
-  rec.dp_arrival_us = gather(mine.arrival);
-  rec.zero_grad_share = gather(mine.zero_share);
-  rec.bucket_start_us = gather(mine.bucket_start);
-  rec.bucket_end_us = gather(mine.bucket_end);
-  rec.param_hash = gather_rows<std::uint64_t>(world, 0, std::span<const std::uint64_t>(mine.hash));
-  const std::int64_t place[3] = {ctx.local_rank() % tp, comm_rank(dp_comm.get()),
-                                 step->scales_finite() ? 1 : 0};
-  std::vector<std::int64_t> places(ctx.is_root() ? 3 * rec.world : 0);
-  SD_MPI_CHECK(MPI_Gather(place, 3, MPI_INT64_T, places.data(), 3, MPI_INT64_T, 0, world));
+  const std::int64_t finite = step->scales_finite() ? 1 : 0;
+  std::vector<std::int64_t> all_finite(ctx.is_root() ? static_cast<std::size_t>(ctx.world_size())
+                                                     : 0);
+  SD_MPI_CHECK(MPI_Gather(&finite, 1, MPI_INT64_T, all_finite.data(), 1, MPI_INT64_T, 0, world));
   if (!ctx.is_root()) return;
-
-  for (std::uint64_t r = 0; r < rec.world; ++r) {
-    rec.tp_rank.push_back(places[3 * r]);
-    rec.dp_rank.push_back(places[3 * r + 1]);
-    rec.scales_finite.push_back(places[3 * r + 2]);
-  }
-  // Times after each step's earliest arrival at the DP reduction (who the others waited for).
-  const std::size_t w = rec.world, nb = rec.buckets;
-  for (std::size_t s = 0; s < rec.steps; ++s) {
-    const double* a = &rec.dp_arrival_us[s * w];
-    const double base = *std::min_element(a, a + w);
-    for (std::size_t r = 0; r < w; ++r) rec.dp_arrival_us[s * w + r] -= base;
-    for (std::size_t i = s * nb * w; i < (s + 1) * nb * w; ++i) {
-      rec.bucket_start_us[i] -= base;
-      rec.bucket_end_us[i] -= base;
-    }
-  }
-  for (const train::Bucket& b : step->buckets().buckets) {
-    rec.bucket_bytes.push_back(b.elements * static_cast<std::int64_t>(sizeof(float)));
-  }
-  rec.model = shape.name;
-  rec.mlp = shape.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu";
-  rec.recipe = cfg.recipe;
-  rec.format = cfg.format;
-  rec.engine = engine->name();
-  rec.layers = shape.layers;
-  rec.hidden = shape.hidden;
-  rec.ffn_hidden = shape.ffn_hidden;
-  rec.heads = shape.heads;
-  rec.kv_heads = shape.kv_heads;
-  rec.seq_len = cfg.seq_len;
-  rec.micro_batch = cfg.micro_batch;
-  rec.tp = parallel.tp;
-  rec.dp = parallel.dp;
-  rec.zero = parallel.zero;
-  rec.sequence_parallel = parallel.sequence_parallel;
-  rec.overlap = cfg.overlap;
-  rec.warmup_steps = cfg.warmup_steps;
-  rec.parameters = static_cast<std::int64_t>(train::parameter_count(shape));
-  rec.rank_flop = step->flops_per_step();
-  rec.tokens_per_step = step->tokens_per_step() * parallel.dp;
-  memory_budget(ctx, cfg, shape, parallel, rec);
-  env.recorder.write([&](RunWriter& writer) { write_train(writer, rec); });
+  env.recorder.write([&](RunWriter& writer) { write_train_end(writer, all_finite); });
 }
 
 }  // namespace shakedown

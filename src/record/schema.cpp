@@ -228,6 +228,9 @@ constexpr AttrSpec kAttrs[] = {
     {kTrainGroup, training::kAttrFormat, "string", "e4m3 or hybrid (E5M2 gradients)"},
     {kTrainGroup, training::kAttrEngine, "string", "the GEMM engine (cpu, cublaslt)"},
     {kTrainGroup, training::kAttrWarmupSteps, "int64", "steps run before the measured ones"},
+    {kTrainGroup, training::kAttrStepsPlanned, "int64",
+     "measured steps the phase set out to run (train.steps); the step datasets hold those that "
+     "completed, one appended per step"},
     {kTrainGroup, training::kAttrParameters, "int64", "the model's parameters (all ranks)"},
     {kTrainGroup, training::kAttrRankFlop, "float64",
      "model FLOPs of one step on one rank (the replica's / tp; attention counted in full)"},

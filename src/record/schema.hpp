@@ -404,7 +404,8 @@ inline constexpr Dataset<std::int64_t> kDpRank{
      "its replica index: ranks with one tp_rank hold the same parameters"}};
 inline constexpr Dataset<std::int64_t> kScalesFinite{
     {kTrainGroup, "scales_finite", Elem::kInt64, "world", "0/1",
-     "every FP8 scale and amax history entry finite and > 0 after the last step"}};
+     "every FP8 scale and amax history entry finite and > 0 after the last step (written once "
+     "the phase ends: absent when it did not)"}};
 // Attributes of /train (the layout and model that ran, the memory budget).
 inline constexpr const char* kAttrModel = "model";
 inline constexpr const char* kAttrLayers = "layers";
@@ -424,6 +425,7 @@ inline constexpr const char* kAttrRecipe = "recipe";
 inline constexpr const char* kAttrFormat = "format";
 inline constexpr const char* kAttrEngine = "engine";
 inline constexpr const char* kAttrWarmupSteps = "warmup_steps";
+inline constexpr const char* kAttrStepsPlanned = "steps_planned";
 inline constexpr const char* kAttrParameters = "parameters";
 inline constexpr const char* kAttrRankFlop = "rank_flop_per_step";
 inline constexpr const char* kAttrTokensPerStep = "tokens_per_step";

@@ -101,4 +101,25 @@ expect_in "$TMP/stderr" "train.tp" "names the key"
   --out "$TMP/n.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 2 $? "sdc step beyond the steps"
 expect_in "$TMP/stderr" "the train phase has 5 step\(s\).*use step=1..5" "names the steps there are"
+
+# A rank that hangs mid-phase: the watchdog ends the run, and the steps measured before it are
+# in the file (each step is appended as it completes) and judged, with the coverage saying so.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases train "${small[@]}" --set timeouts.phase_s=3 \
+  --inject stall:rank=1,phase=train,step=4,seconds=30 --out "$TMP/stop.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "a rank stalled in train step 4"
+expect_in "$TMP/stderr" "rank 1 .*did not reach 'train step 4'" "the watchdog names the rank and the step"
+/usr/bin/python3 - "$TMP/stop.h5" <<'EOF' || fail "the three steps before the stall are in the file"
+import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["status"] in (b"aborted", "aborted"), f.attrs["status"]
+g = f["/train"]
+assert g["step_ms"].shape == (3, 2) and g["bucket_start_us"].shape[0] == 3, g["step_ms"].shape
+assert int(g.attrs["steps_planned"]) == 5 and "scales_finite" not in g
+assert (g["step_ms"][()] > 0).all()
+EOF
+"$SHAKEDOWN" summary "$TMP/stop.h5" >"$TMP/summary" 2>&1
+expect_rc 3 $? "summary of the stopped run"
+expect_in "$TMP/summary" "\[FAIL\] train.coverage: 3 of 5 training step\(s\) recorded on 2 ranks: the phase did not finish" "coverage says what was measured"
+expect_in "$TMP/summary" "\[PASS\] train.replicas: .*3 step\(s\)" "the recorded steps are judged"
+expect_in "$TMP/summary" "\[WARN\] train.numerics: FP8 scales not checked \(the phase did not finish\)" "scales not read back"
 pass "train"

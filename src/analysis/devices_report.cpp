@@ -86,6 +86,18 @@ DevicesFindings read_devices(const RunFile& f) {
     out.pcie_cur_w = f.read(g, d::kPcieCurrentWidth);
     out.pcie_max_w = f.read(g, d::kPcieMaxWidth);
   }
+  if (f.has(d::kNicPcieCurrentGTs.path(g))) {
+    out.nic_cur_gts = f.read(g, d::kNicPcieCurrentGTs);
+    out.nic_max_gts = f.read(g, d::kNicPcieMaxGTs);
+    out.nic_cur_w = f.read(g, d::kNicPcieCurrentWidth);
+    out.nic_max_w = f.read(g, d::kNicPcieMaxWidth);
+  }
+  for (const auto* v : {&out.pcie_cur_gts, &out.pcie_max_gts, &out.pcie_cur_w, &out.pcie_max_w,
+                        &out.nic_cur_gts, &out.nic_max_gts, &out.nic_cur_w, &out.nic_max_w}) {
+    if (!v->empty() && !out.free_bytes.empty() && v->size() != out.free_bytes.size()) {
+      throw RuntimeFault("/devices: PCIe link datasets not [world] (a damaged file)");
+    }
+  }
   const std::string nodes = "/devices/nodes";
   if (f.has(nodes)) {
     for (const std::string& child : f.children(nodes)) {
@@ -253,37 +265,83 @@ void gpu_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<Fi
                             " GiB free after the runtime started (" + min.source + ")"
                       : "free GPU memory recorded, not judged: set devices.min_free_GiB"));
   }
-  if (dv.pcie_cur_gts.empty()) {
-    out.push_back(run_finding("devices.pcie", CheckStatus::kSkip,
-                              "the GPUs' PCIe links could not be read from sysfs"));
-    return;
-  }
-  int below = 0, read = 0;
+}
+
+// A link below what it can train to (speed or width), with both maxima read.
+bool below_max(double cur, double max, double cw, double mw) {
+  return cur < max || cw < mw;
+}
+
+std::string link_text(double gts, double width) {
+  return general_text(gts, 3) + " GT/s x" + fixed_text(width, 0);
+}
+
+// devices.pcie: each GPU's link read while it copied (GPUs lower their link speed when idle),
+// and each NIC's, once per host and NIC (its ranks read the same link).
+void pcie_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<Finding>& out) {
+  int below = 0, gpus = 0, nics = 0;
   for (std::size_t r = 0; r < dv.pcie_cur_gts.size(); ++r) {
     const double cur = dv.pcie_cur_gts[r], max = dv.pcie_max_gts[r];
     const double cw = dv.pcie_cur_w[r], mw = dv.pcie_max_w[r];
     if (std::isnan(cur) || std::isnan(max)) continue;
-    ++read;
-    if (cur >= max && !(cw < mw)) continue;
+    ++gpus;
+    if (!below_max(cur, max, cw, mw)) continue;
     ++below;
     Finding f = rank_finding(facts, "devices.pcie", CheckStatus::kFail, static_cast<int>(r));
     f.value = cur;
     f.expected = max;
     f.unit = "GT/s";
     f.message = facts.rank_name(static_cast<int>(r)) + ": its GPU's PCIe link ran at " +
-                general_text(cur, 3) + " GT/s x" + fixed_text(cw, 0) + " while copying, of " +
-                general_text(max, 3) + " GT/s x" + fixed_text(mw, 0) +
+                link_text(cur, cw) + " while copying, of " + link_text(max, mw) +
                 " (the most the GPU and its slot's port both support): a link trained down "
                 "(reseat the GPU or riser, check the slot)";
     out.push_back(f);
   }
-  if (below == 0) {
-    out.push_back(run_finding("devices.pcie", read > 0 ? CheckStatus::kPass : CheckStatus::kSkip,
-                              read > 0 ? std::to_string(read) +
-                                             " GPU PCIe link(s) at their maximum speed and width "
-                                             "while copying"
-                                       : "no GPU PCIe link could be read"));
+  std::map<std::pair<std::string, std::string>, std::vector<int>> nic_ranks;  // (host, NIC)
+  for (std::size_t r = 0; r < dv.nic_cur_gts.size(); ++r) {
+    const auto rank = static_cast<int>(r);
+    if (std::isnan(dv.nic_cur_gts[r]) || std::isnan(dv.nic_max_gts[r])) continue;
+    const std::string nic = r < facts.ranks.size() ? facts.ranks[r].nic : "";
+    nic_ranks[{facts.host_of_rank(rank), nic}].push_back(rank);
   }
+  for (const auto& [key, ranks] : nic_ranks) {
+    ++nics;
+    const auto r = static_cast<std::size_t>(ranks.front());
+    const double cur = dv.nic_cur_gts[r], max = dv.nic_max_gts[r];
+    const double cw = dv.nic_cur_w[r], mw = dv.nic_max_w[r];
+    if (!below_max(cur, max, cw, mw)) continue;
+    ++below;
+    std::vector<std::string> names;
+    for (int rank : ranks) names.push_back(std::to_string(rank));
+    // A fault of the node's hardware: a node finding whose host is the one to drain.
+    Finding f = rank_finding(facts, "devices.pcie", CheckStatus::kFail, ranks.front());
+    f.subject_kind = "node";
+    f.subject = "node " + std::to_string(f.node);
+    f.rank = -1;
+    f.value = cur;
+    f.expected = max;
+    f.unit = "GT/s";
+    f.message = (f.node >= 0 ? facts.node_name(f.node) : facts.rank_name(ranks.front())) +
+                ": NIC " + (key.second.empty() ? std::string("(unnamed)") : key.second) +
+                (ranks.size() == 1 ? " (rank " : " (ranks ") + join(names, ",") +
+                "): its PCIe link runs at " + link_text(cur, cw) + ", of " + link_text(max, mw) +
+                " (the most the NIC and its slot's port both support): a link trained down "
+                "caps every transfer those ranks make over the network (reseat the NIC or "
+                "riser, check the slot)";
+    out.push_back(f);
+  }
+  if (below > 0) return;
+  std::vector<std::string> read;
+  if (gpus > 0) read.push_back(std::to_string(gpus) + " GPU PCIe link(s) while copying");
+  if (nics > 0) read.push_back(std::to_string(nics) + " NIC PCIe link(s)");
+  if (read.empty()) {
+    out.push_back(run_finding("devices.pcie", CheckStatus::kSkip,
+                              "no PCIe link (the GPUs' or the ranks' NICs') could be read from "
+                              "sysfs"));
+    return;
+  }
+  out.push_back(run_finding("devices.pcie", CheckStatus::kPass,
+                            join(read, " and ") + " at their maximum speed and width"));
 }
 
 void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<Finding>& out) {
@@ -513,6 +571,7 @@ DevicesFindings devices_findings(const RunFile& file, const RunFacts& facts) {
                                  : std::string("no pair measured"))));
   memory_checks(dv, facts, dv.findings);
   gpu_checks(dv, facts, dv.findings);
+  pcie_checks(dv, facts, dv.findings);
   pair_checks(dv, facts, dv.findings);
   return dv;
 }

@@ -68,6 +68,7 @@ struct DevicesFindings {
   std::vector<DevicesTest> tests;
   std::vector<double> free_bytes, total_bytes;                             // [world]
   std::vector<double> pcie_cur_gts, pcie_max_gts, pcie_cur_w, pcie_max_w;  // [world] or empty
+  std::vector<double> nic_cur_gts, nic_max_gts, nic_cur_w, nic_max_w;      // the ranks' NICs
   std::vector<DevicesNode> nodes;
   std::size_t pairs_measured = 0, nodes_with_pairs = 0;  // over every node
   std::vector<Finding> findings;

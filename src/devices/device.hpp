@@ -77,4 +77,9 @@ std::unique_ptr<Device> make_cuda_device(int device, std::uint64_t bytes, std::u
 LinkState read_pcie_link(const std::string& root, const std::string& bus_id,
                          const std::string& label);
 
+// The PCI function ("0000:3b:00.0") a network device sits on, from sysfs:
+// <root>/sys/class/infiniband/<nic>/device, else <root>/sys/class/net/<nic>/device, followed to
+// the nearest PCI device folder (a virtio NIC's is its parent). "" when sysfs does not say.
+std::string nic_pci_bus_id(const std::string& root, const std::string& nic);
+
 }  // namespace shakedown::devices

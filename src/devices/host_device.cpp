@@ -1,6 +1,7 @@
 // The devices phase's CPU path: this rank's share of host memory bandwidth (STREAM's copy and
 // triad over arrays well beyond the caches, threads on the rank's own cores) and copies from the
 // node's other ranks' memory through an MPI shared-memory window.
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -226,6 +227,33 @@ LinkState read_pcie_link(const std::string& root, const std::string& bus_id,
   if (up_gts < s.max_gts) s.max_gts = up_gts;
   if (up_width < s.max_width) s.max_width = up_width;
   return s;
+}
+
+namespace {
+
+// "0000:3b:00.0": a PCI function's folder name in sysfs.
+bool is_pci_bus_id(const std::string& name) {
+  if (name.size() != 12 || name[4] != ':' || name[7] != ':' || name[10] != '.') return false;
+  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u, 11u}) {
+    if (std::isxdigit(static_cast<unsigned char>(name[i])) == 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string nic_pci_bus_id(const std::string& root, const std::string& nic) {
+  if (nic.empty() || nic.find('/') != std::string::npos) return "";
+  for (const char* cls : {"infiniband", "net"}) {
+    std::error_code ec;
+    std::filesystem::path p =
+        std::filesystem::canonical(root + "/sys/class/" + cls + "/" + nic + "/device", ec);
+    if (ec) continue;
+    for (; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+      if (is_pci_bus_id(p.filename().string())) return p.filename().string();
+    }
+  }
+  return "";
 }
 
 }  // namespace shakedown::devices

@@ -118,33 +118,54 @@ class DevicesRun {
     env_.watchdog.step("devices: memory and links");
     std::vector<devices::LinkState> links = device_.links_under_load();
     devices::LinkState link = links.empty() ? devices::LinkState{} : links.front();
-    const double mine[6] = {device_.free_bytes(), device_.total_bytes(), link.current_gts,
-                            link.max_gts,         link.current_width,    link.max_width};
-    std::vector<double> all(ctx_.is_root() ? static_cast<std::size_t>(6 * ctx_.world_size()) : 0);
-    SD_MPI_CHECK(MPI_Gather(mine, 6, MPI_DOUBLE, all.data(), 6, MPI_DOUBLE, 0, ctx_.world()));
+    // The rank's NIC (topology's nearest) on the same bus: NICs keep their trained speed without
+    // traffic, so it is read here, once per rank (ranks sharing a NIC read the same link).
+    const std::string nic_bus = devices::nic_pci_bus_id(sysfs_root(), env_.self.nic);
+    const devices::LinkState nic =
+        nic_bus.empty() ? devices::LinkState{}
+                        : devices::read_pcie_link(sysfs_root(), nic_bus, "NIC " + env_.self.nic);
+    constexpr std::size_t kFacts = 10;
+    const double mine[kFacts] = {device_.free_bytes(), device_.total_bytes(), link.current_gts,
+                                 link.max_gts,         link.current_width,    link.max_width,
+                                 nic.current_gts,      nic.max_gts,           nic.current_width,
+                                 nic.max_width};
+    std::vector<double> all(ctx_.is_root() ? kFacts * static_cast<std::size_t>(ctx_.world_size())
+                                           : 0);
+    SD_MPI_CHECK(
+        MPI_Gather(mine, kFacts, MPI_DOUBLE, all.data(), kFacts, MPI_DOUBLE, 0, ctx_.world()));
     if (!ctx_.is_root()) return;
     const auto world = static_cast<std::size_t>(ctx_.world_size());
-    std::vector<std::vector<double>> columns(6, std::vector<double>(world));
+    std::vector<std::vector<double>> columns(kFacts, std::vector<double>(world));
     for (std::size_t r = 0; r < world; ++r) {
-      for (std::size_t k = 0; k < 6; ++k) columns[k][r] = all[r * 6 + k];
+      for (std::size_t k = 0; k < kFacts; ++k) columns[k][r] = all[r * kFacts + k];
     }
-    const bool any_link =
-        std::any_of(columns[2].begin(), columns[2].end(), [](double v) { return !std::isnan(v); });
+    const auto any_read = [](const std::vector<double>& v) {
+      return std::any_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); });
+    };
     const std::uint64_t w64 = world;
     env_.recorder.write([&](RunWriter& w) {
       w.batch([&] {
         namespace d = schema::devices;
         w.write_array(schema::kDevicesGroup, d::kFreeBytes, columns[0], {w64});
         w.write_array(schema::kDevicesGroup, d::kTotalBytes, columns[1], {w64});
-        if (any_link) {
+        if (any_read(columns[2])) {
           w.write_array(schema::kDevicesGroup, d::kPcieCurrentGTs, columns[2], {w64});
           w.write_array(schema::kDevicesGroup, d::kPcieMaxGTs, columns[3], {w64});
           w.write_array(schema::kDevicesGroup, d::kPcieCurrentWidth, columns[4], {w64});
           w.write_array(schema::kDevicesGroup, d::kPcieMaxWidth, columns[5], {w64});
         }
+        if (any_read(columns[6])) {
+          w.write_array(schema::kDevicesGroup, d::kNicPcieCurrentGTs, columns[6], {w64});
+          w.write_array(schema::kDevicesGroup, d::kNicPcieMaxGTs, columns[7], {w64});
+          w.write_array(schema::kDevicesGroup, d::kNicPcieCurrentWidth, columns[8], {w64});
+          w.write_array(schema::kDevicesGroup, d::kNicPcieMaxWidth, columns[9], {w64});
+        }
       });
     });
   }
+
+  // Where sysfs is: "/" on a real host; tests plant a tree of their own.
+  static std::string sysfs_root() { return test_override("SHAKEDOWN_TEST_SYSFS_ROOT"); }
 
   void pairs(Progress& progress, int& step_number) {
     const int g = ctx_.local_size();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "core/error.hpp"
@@ -22,6 +23,11 @@ void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long step
       }
     }
   });
+}
+
+std::string test_override(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr ? value : "";
 }
 
 void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const std::string& label,
@@ -54,8 +60,8 @@ int tp_group_index(const Context& ctx, int tp) {
 
 const std::vector<PhaseEntry>& phase_table() {
   static const std::vector<PhaseEntry> kTable = {
-      {"inventory", run_inventory}, {"devices", run_devices},   {"linkscan", run_linkscan},
-      {"collectives", run_collectives}, {"gemm", run_gemm},     {"train", run_train},
+      {"inventory", run_inventory},     {"devices", run_devices}, {"linkscan", run_linkscan},
+      {"collectives", run_collectives}, {"gemm", run_gemm},       {"train", run_train},
       {"checkpoint", run_checkpoint},
   };
   return kTable;

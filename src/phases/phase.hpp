@@ -31,6 +31,11 @@ struct PhaseEntry {
   std::function<void(PhaseEnv&)> run;
 };
 
+// What a test names in place of a system file or tree (SHAKEDOWN_TEST_NVML_LIBRARY,
+// SHAKEDOWN_TEST_KERNEL_LOG, SHAKEDOWN_TEST_SYSFS_ROOT), or "": the phases read these variables
+// here and nowhere else; users never set them.
+std::string test_override(const char* variable);
+
 // The phase's n-th measured step (1, 2, ...) begins: plants an injected stall meant for it (the
 // --inject stall:...,step=N self-test), then tells the watchdog and the progress line.
 // `plan` tells the watchdog how many timed iterations the step counts (with

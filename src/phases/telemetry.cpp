@@ -47,12 +47,6 @@ std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
   return out;
 }
 
-// What a test names in place of a system file (SHAKEDOWN_TEST_NVML_LIBRARY, _KERNEL_LOG), or "".
-std::string test_override(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value != nullptr ? value : "";
-}
-
 std::string cpu_text(const std::vector<int>& cpus) {
   std::vector<std::string> parts;
   for (int c : cpus) parts.push_back(std::to_string(c));

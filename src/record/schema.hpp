@@ -545,6 +545,20 @@ inline constexpr Dataset<double> kPcieCurrentWidth{{kDevicesGroup, "pcie_current
 inline constexpr Dataset<double> kPcieMaxWidth{
     {kDevicesGroup, "pcie_max_width", Elem::kFloat64, "world", "lanes",
      "its maximum width (held to its upstream port's)", false}};
+inline constexpr Dataset<double> kNicPcieCurrentGTs{
+    {kDevicesGroup, "nic_pcie_current_GTs", Elem::kFloat64, "world", "GT/s",
+     "the PCIe link speed of the rank's NIC (topology's nearest NIC), read during the phase "
+     "(NaN: not read)",
+     false}};
+inline constexpr Dataset<double> kNicPcieMaxGTs{
+    {kDevicesGroup, "nic_pcie_max_GTs", Elem::kFloat64, "world", "GT/s",
+     "the most the NIC's link can train to (its own and its upstream port's maximum)", false}};
+inline constexpr Dataset<double> kNicPcieCurrentWidth{{kDevicesGroup, "nic_pcie_current_width",
+                                                       Elem::kFloat64, "world", "lanes",
+                                                       "the NIC's link width", false}};
+inline constexpr Dataset<double> kNicPcieMaxWidth{
+    {kDevicesGroup, "nic_pcie_max_width", Elem::kFloat64, "world", "lanes",
+     "the NIC's maximum width (held to its upstream port's)", false}};
 inline constexpr Dataset<std::int64_t> kNodeRanks{
     {kDevicesNodeTemplate, "ranks", Elem::kInt64, "G", "rank",
      "the rank of each device slot (local rank 0 .. G-1)"}};

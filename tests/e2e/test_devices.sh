@@ -80,6 +80,42 @@ expect_rc 0 $? "one rank per node"
 "$SHAKEDOWN" summary --detail "$TMP/d.h5" >"$TMP/detail"
 expect_in "$TMP/detail" "\[SKIP\] devices.pairs: the pair matrix was not measured: every node has one device" "one device per node"
 
+# The NIC's PCIe link: a sysfs tree of the test's own (SHAKEDOWN_TEST_SYSFS_ROOT) puts every
+# network interface of this machine on a NIC trained at 8 GT/s x8 behind a 16 GT/s x16 port.
+# The ranks share the host's NIC: one finding about it, naming its node and ranks, and its host
+# to drain; at full speed it passes.
+port="$TMP/root/sys/devices/pci0000:00/0000:00:02.0"
+mkdir -p "$port/0000:01:00.0" "$TMP/root/sys/bus/pci/devices" "$TMP/root/sys/class/net"
+ln -s "../../../devices/pci0000:00/0000:00:02.0/0000:01:00.0" "$TMP/root/sys/bus/pci/devices/0000:01:00.0"
+echo "16.0 GT/s PCIe" >"$port/max_link_speed"
+echo 16 >"$port/max_link_width"
+nic_link() {  # current speed and width
+  echo "$1 GT/s PCIe" >"$port/0000:01:00.0/current_link_speed"
+  echo "$2" >"$port/0000:01:00.0/current_link_width"
+}
+nic_link 8.0 8
+echo "16.0 GT/s PCIe" >"$port/0000:01:00.0/max_link_speed"
+echo 16 >"$port/0000:01:00.0/max_link_width"
+for dev in /sys/class/net/*; do
+  mkdir -p "$TMP/root/sys/class/net/${dev##*/}"
+  ln -s "../../../devices/pci0000:00/0000:00:02.0/0000:01:00.0" "$TMP/root/sys/class/net/${dev##*/}/device"
+done
+"$MPIRUN" -n 4 -x SHAKEDOWN_TEST_SYSFS_ROOT="$TMP/root" "$SHAKEDOWN" run --virtual-nodes 2 \
+  "${small[@]}" --set devices.pairs=none --out "$TMP/n.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 1 $? "a NIC link trained down"
+expect_in "$TMP/stdout" "\[FAIL\] devices.pcie: node 0 \(host [^)]*\): NIC [^ ]+ \(ranks 0,1,2,3\): its PCIe link runs at 8 GT/s x8, of 16 GT/s x16" "the NIC named once"
+[[ $(grep -c "\[FAIL\] devices.pcie" "$TMP/stdout") -eq 1 ]] || fail "one finding for the host's one NIC"
+expect_in "$TMP/stdout" "scontrol update NodeName=.* State=DRAIN Reason=\"shakedown: devices.pcie" "its host to drain"
+nic_link 16.0 16
+"$MPIRUN" -n 2 -x SHAKEDOWN_TEST_SYSFS_ROOT="$TMP/root" "$SHAKEDOWN" run "${small[@]}" \
+  --set devices.pairs=none --out "$TMP/n2.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+"$SHAKEDOWN" summary --detail "$TMP/n2.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "\[PASS\] devices.pcie: 1 NIC PCIe link\(s\) at their maximum speed and width" "at full speed it passes"
+# This machine's own sysfs: a virtual NIC has no PCIe link files, and the check says so (a
+# machine with a PCIe NIC reads it).
+"$SHAKEDOWN" summary --detail "$TMP/d.h5" >"$TMP/detail"
+expect_in "$TMP/detail" "devices.pcie: (no PCIe link \(the GPUs' or the ranks' NICs'\) could be read|1 NIC PCIe link)" "this machine's NIC"
+
 # Nodes of different sizes (two pretend hosts on loopback with 2 and 1 ranks): the node of one
 # rank has no pairs and must still take the same world steps (no hang).
 PRETEND_SLOTS="2 1" timeout 120 "$SHAKEDOWN_SOURCE_DIR/tests/mpi/pretend_hosts.sh" "$SHAKEDOWN" run \

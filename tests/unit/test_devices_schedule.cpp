@@ -140,5 +140,31 @@ TEST(PcieLink, TheMaximumIsTheLowerOfTheDeviceAndItsUpstreamPort) {
   EXPECT_EQ(alone.max_gts, 32.0);
 }
 
+// A NIC's PCI function as sysfs links it: an InfiniBand device's folder is the PCI function; a
+// virtio NIC's is a child of it; a NIC sysfs does not know (or a name that is not one) is "".
+TEST(PcieLink, TheNicsPciFunctionFromSysfs) {
+  testing_support::TempDir root;
+  const auto port = root.path() / "sys/devices/pci0000:00/0000:00:02.0";
+  std::filesystem::create_directories(port / "0000:3b:00.0");
+  std::filesystem::create_directories(port / "0000:00:03.0/virtio2");
+  std::filesystem::create_directories(root.path() / "sys/class/infiniband/mlx5_0");
+  std::filesystem::create_directories(root.path() / "sys/class/net/eth0");
+  std::filesystem::create_directories(root.path() / "sys/class/net/ib0");
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:02.0/0000:3b:00.0",
+                                            root.path() / "sys/class/infiniband/mlx5_0/device");
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:02.0/0000:3b:00.0",
+                                            root.path() / "sys/class/net/ib0/device");
+  std::filesystem::create_directory_symlink(
+      "../../../devices/pci0000:00/0000:00:02.0/0000:00:03.0/virtio2",
+      root.path() / "sys/class/net/eth0/device");
+  const std::string r = root.path().string();
+  EXPECT_EQ(nic_pci_bus_id(r, "mlx5_0"), "0000:3b:00.0");
+  EXPECT_EQ(nic_pci_bus_id(r, "ib0"), "0000:3b:00.0");
+  EXPECT_EQ(nic_pci_bus_id(r, "eth0"), "0000:00:03.0") << "a virtio NIC: its parent";
+  EXPECT_EQ(nic_pci_bus_id(r, "eth9"), "");
+  EXPECT_EQ(nic_pci_bus_id(r, ""), "");
+  EXPECT_EQ(nic_pci_bus_id(r, "../net/eth0"), "") << "a name, not a path";
+}
+
 }  // namespace
 }  // namespace shakedown::devices

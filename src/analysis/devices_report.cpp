@@ -1,6 +1,7 @@
 #include "analysis/devices_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -92,10 +93,15 @@ DevicesFindings read_devices(const RunFile& f) {
     out.nic_cur_w = f.read(g, d::kNicPcieCurrentWidth);
     out.nic_max_w = f.read(g, d::kNicPcieMaxWidth);
   }
-  for (const auto* v : {&out.pcie_cur_gts, &out.pcie_max_gts, &out.pcie_cur_w, &out.pcie_max_w,
-                        &out.nic_cur_gts, &out.nic_max_gts, &out.nic_cur_w, &out.nic_max_w}) {
-    if (!v->empty() && !out.free_bytes.empty() && v->size() != out.free_bytes.size()) {
-      throw RuntimeFault("/devices: PCIe link datasets not [world] (a damaged file)");
+  // Each group's four [world] datasets alike, and as long as free_bytes when it is there.
+  for (const auto& group :
+       {std::array{&out.pcie_cur_gts, &out.pcie_max_gts, &out.pcie_cur_w, &out.pcie_max_w},
+        std::array{&out.nic_cur_gts, &out.nic_max_gts, &out.nic_cur_w, &out.nic_max_w}}) {
+    const std::size_t n = group[0]->size();
+    for (const auto* v : group) {
+      if (v->size() != n || (n > 0 && !out.free_bytes.empty() && n != out.free_bytes.size())) {
+        throw RuntimeFault("/devices: PCIe link datasets not [world] (a damaged file)");
+      }
     }
   }
   const std::string nodes = "/devices/nodes";

@@ -233,7 +233,7 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
             " GPU(s): no uncorrected ECC error, no row remapped, pending "
             "or failed; " +
             (xid_watched == gpus
-                 ? std::string("no Xid error in the kernel log")
+                 ? std::string("no Xid error reported (NVML's events or the kernel log)")
                  : std::to_string(gpus - xid_watched) + " GPU(s)' Xid errors not read (see "
                                                         "telemetry.coverage)")));
   }

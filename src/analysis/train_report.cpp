@@ -263,6 +263,20 @@ std::string last_arrival_text(const TrainSummary& s, const RunFacts& facts) {
 TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const GemmFindings& gemm) {
   TrainFindings out;
   if (!facts.asked_for("train") && !file.has(schema::kTrainGroup)) return out;
+  if (file.has(schema::kTrainGroup) && !file.has(schema::kTrainGroup, t::kStepMs) &&
+      file.has_attr(schema::kTrainGroup, t::kAttrStepsPlanned)) {
+    // The phase began (its header is written before the first step) and stopped before a step
+    // completed.
+    Finding cov =
+        run_finding("train.coverage", CheckStatus::kFail,
+                    "nothing measured: no training step was recorded of the " +
+                        std::to_string(file.attr_int64(schema::kTrainGroup, t::kAttrStepsPlanned)) +
+                        " planned (the phase did not finish)");
+    cov.value = 0;
+    cov.unit = "steps";
+    out.findings.push_back(cov);
+    return out;
+  }
   if (!file.has(schema::kTrainGroup) || !file.has(schema::kTrainGroup, t::kStepMs)) {
     out.findings.push_back(not_recorded(facts, "train"));
     return out;
@@ -300,10 +314,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   cov.unit = "steps";
   if (d.steps == 0) {
     cov.status = CheckStatus::kFail;
-    cov.message = "nothing measured: no training step was recorded" +
-                  (d.steps_planned > 0 ? " of the " + std::to_string(d.steps_planned) +
-                                             " planned (the phase did not finish)"
-                                       : std::string());
+    cov.message = "nothing measured: no training step was recorded";
   } else if (d.steps_planned > static_cast<std::int64_t>(d.steps)) {
     // What was measured is judged below; the run's own status says why it stopped.
     cov.status = CheckStatus::kFail;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -253,15 +254,25 @@ class CudaDevice final : public Device {
     cudaStream_t s = measured_.get();
     for (int i = 0; i < 4 * kCopiesPerTrial; ++i) h2d(s);
     LinkState best;
+    bool read_under_load = false;
     for (int reads = 0; reads < 10000; ++reads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      const bool done = cudaStreamQuery(s) == cudaSuccess;
+      // Only readings taken while copies are still queued count: after them the link is idle.
+      if (const cudaError_t q = cudaStreamQuery(s); q != cudaErrorNotReady) {
+        SD_CUDA_CHECK(q);
+        break;
+      }
       const LinkState now = read_pcie_link("", bus_id_, "GPU " + bus_id_);
-      if (reads == 0 || link_rank(now) > link_rank(best)) best = now;
-      if (done) break;  // a reading taken after the copies is not under load: the loop ends
+      if (!read_under_load || link_rank(now) > link_rank(best)) best = now;
+      read_under_load = true;
     }
-    (void)cudaGetLastError();  // cudaStreamQuery's cudaErrorNotReady
     SD_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (!read_under_load) {
+      // The copies ended before the first reading (a small devices.copy_bytes): the maxima
+      // are known, the current link under load is not, and is not judged.
+      best = read_pcie_link("", bus_id_, "GPU " + bus_id_);
+      best.current_gts = best.current_width = std::numeric_limits<double>::quiet_NaN();
+    }
     return {best};
   }
 

@@ -241,6 +241,11 @@ void run_train(PhaseEnv& env) {
     memory_budget(ctx, cfg, shape, parallel, rec);
     env.recorder.write([&](RunWriter& writer) { write_train_header(writer, rec); });
   }
+  // Rank 0's writing stays out of the steps: the others wait here (untimed) rather than at the
+  // first step's DP reduction, where rank 0 would look late; during the steps the writer
+  // thread holds its jobs until the phase ends (the CPU GEMMs use every CPU of rank 0).
+  SD_MPI_CHECK(MPI_Barrier(world));
+  Recorder::Hold hold(env.recorder);
 
   Progress progress("train", cfg.steps, env.progress);
   const std::size_t width = kStepScalars + 2 * nb + 1;
@@ -271,6 +276,7 @@ void run_train(PhaseEnv& env) {
            nb](RunWriter& writer) { append_train_step(writer, rows, w, nb); },
           gathered.size() * sizeof(std::uint64_t));
     }
+    SD_MPI_CHECK(MPI_Barrier(world));  // rank 0's share of the gather, untimed, for everyone
   }
 
   env.watchdog.step("train: gather");

@@ -59,7 +59,7 @@ void Recorder::worker() {
   h5::quiet_errors();
   using Clock = std::chrono::steady_clock;
   Clock::time_point flushed = Clock::now();
-  bool dirty = false;  // a job's writes wait for their flush
+  bool dirty = false;           // a job's writes wait for their flush
   const auto flush_now = [&] {  // the caller holds mutex_
     if (!aborted_ && !failure_) {
       try {
@@ -76,7 +76,9 @@ void Recorder::worker() {
     bool job_ready = true;
     {
       std::unique_lock lock(queue_mutex_);
-      const auto ready = [this] { return stopping_ || !queue_.empty(); };
+      const auto ready = [this] {
+        return stopping_ || (!queue_.empty() && (!held_ || queued_bytes_ >= kQueueBytes / 2));
+      };
       if (dirty) {
         job_ready = queue_changed_.wait_until(lock, flushed + kFlushInterval, ready);
       } else {
@@ -156,9 +158,27 @@ void Recorder::write_async(std::function<void(RunWriter&)> job, std::size_t byte
   queue_changed_.notify_all();
 }
 
+Recorder::Hold::Hold(Recorder& r) : r_(r) {
+  std::lock_guard lock(r_.queue_mutex_);
+  r_.held_ = true;
+}
+
+Recorder::Hold::~Hold() {
+  {
+    std::lock_guard lock(r_.queue_mutex_);
+    r_.held_ = false;
+  }
+  r_.queue_changed_.notify_all();
+}
+
 void Recorder::drain() {
   if (!writer_) return;
   if (background_) {
+    {
+      std::lock_guard lock(queue_mutex_);
+      held_ = false;
+    }
+    queue_changed_.notify_all();
     std::unique_lock lock(queue_mutex_);
     queue_changed_.wait(lock, [this] { return queue_.empty() && !running_job_; });
   }

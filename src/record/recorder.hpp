@@ -66,8 +66,22 @@ class Recorder {
   static constexpr std::size_t kQueueBytes = 256u << 20;
   static constexpr std::chrono::milliseconds kFlushInterval{200};
   void write_async(std::function<void(RunWriter&)> job, std::size_t bytes);
-  // Waits until every queued job has run; rethrows the first failure of one.
+  // Waits until every queued job has run; rethrows the first failure of one. Ends a hold.
   void drain();
+  // While held, the writer thread leaves queued jobs alone (unless they pass half of
+  // kQueueBytes): for a phase whose measurements use every CPU of rank 0 (the train phase's CPU
+  // GEMMs), so HDF5's work waits for the phase's end instead of slowing rank 0 alone. Jobs held
+  // are still written by mark_aborted when the run ends early. Rank 0 only; no-op elsewhere.
+  class Hold {
+   public:
+    explicit Hold(Recorder& r);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    Recorder& r_;
+  };
   // Whether write_async uses the writer thread (rank 0), for the run file's record of it.
   bool background() const noexcept { return background_; }
 
@@ -109,6 +123,7 @@ class Recorder {
   std::size_t queued_bytes_ = 0;
   bool running_job_ = false;
   bool stopping_ = false;
+  bool held_ = false;           // Hold: the thread waits for the queue to fill or the hold to end
   std::exception_ptr failure_;  // the first job that threw, for the main thread
   std::thread thread_;
 };

@@ -405,7 +405,8 @@ inline constexpr Dataset<std::int64_t> kDpRank{
 inline constexpr Dataset<std::int64_t> kScalesFinite{
     {kTrainGroup, "scales_finite", Elem::kInt64, "world", "0/1",
      "every FP8 scale and amax history entry finite and > 0 after the last step (written once "
-     "the phase ends: absent when it did not)"}};
+     "the phase ends: absent when it did not)",
+     false}};
 // Attributes of /train (the layout and model that ran, the memory budget).
 inline constexpr const char* kAttrModel = "model";
 inline constexpr const char* kAttrLayers = "layers";

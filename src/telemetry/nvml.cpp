@@ -248,10 +248,12 @@ std::vector<Nvml::Xid> Nvml::poll_xids() {
     if (rc == kTimeout) break;  // nothing (more) delivered
     if (rc != kSuccess) {
       // GPU_IS_LOST and the like: the GPU's own signals say so; the set is not asked again.
+      // Its GPUs are no longer watched: the kernel log takes them where it is readable.
       xid_notes_.push_back("Xid events: nvmlEventSetWait: " + error_text(rc) +
-                           " (no Xid events after this)");
+                           " (NVML's events given up; the kernel log where readable)");
       fn_->event_set_free(event_set_);
       event_set_ = nullptr;
+      xid_watched_.assign(xid_watched_.size(), false);
       break;
     }
     if ((data.event_type & kEventXidCritical) == 0) continue;

@@ -57,6 +57,7 @@ class Nvml {
     int code;  // the Xid
   };
   // The Xids delivered since the last call (never blocks: a wait of 0 ms until NVML has none).
+  // A wait that fails (a GPU lost) gives the event set up: no GPU is watched from then on.
   std::vector<Xid> poll_xids();
 
   struct Functions;  // the resolved NVML entry points (nvml.cpp)

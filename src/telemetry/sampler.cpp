@@ -30,8 +30,10 @@ Sampler::Sampler(HostReader host, Nvml nvml, std::chrono::milliseconds interval,
     for (int g = 0; g < nvml_.count(); ++g) {
       if (!nvml_.watching_xids(g)) unwatched.push_back("gpu" + std::to_string(g));
     }
+    // Followed from now on even when NVML watches every GPU: it takes over if the event set
+    // is given up during the run.
+    xid_.emplace(kernel_log);
     if (!unwatched.empty()) {
-      xid_.emplace(kernel_log);
       if (!xid_->readable()) {
         // Neither source: NVML's reasons, then the log's.
         xid_notes_ = nvml_.xid_notes();
@@ -139,7 +141,10 @@ void Sampler::run() {
       if (nvml_.unavailable().size() != gpu_notes_.size()) gpu_notes_ = nvml_.unavailable();
       // An event set that failed during the run says so (NVML's notes after the first).
       if (const auto& lost = nvml_.xid_notes(); lost.size() > xid_lost_seen_) {
-        for (std::size_t i = xid_lost_seen_; i < lost.size(); ++i) xid_notes_.push_back(lost[i]);
+        const std::string log = xid_->readable() ? "" : "; no kernel log either: " + xid_->why();
+        for (std::size_t i = xid_lost_seen_; i < lost.size(); ++i) {
+          xid_notes_.push_back(lost[i] + log);
+        }
         xid_lost_seen_ = lost.size();
       }
       // On a fixed grid, not "interval after the last sample": the rate stays what was asked

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -168,4 +170,53 @@ TEST(Recorder, BackgroundRowsReachTheDiskWithoutAnotherWrite) {
   rec.finish(schema::kStatusComplete);
   MPI_Barrier(ctx.world());
   if (ctx.is_root()) std::filesystem::remove_all(dir);
+}
+
+// Held, the writer thread leaves queued jobs alone until the hold ends (or a drain); jobs held
+// when the run is marked aborted are still written.
+TEST(Recorder, HeldJobsWaitForTheHoldAndSurviveAnAbort) {
+  Context ctx = Context::create(MPI_COMM_WORLD, 0);
+  const std::filesystem::path dir = shared_temp(ctx, "hold");
+  RunMeta meta;
+  meta.world_size = ctx.world_size();
+  {
+    Recorder rec(ctx, dir / "run.h5", meta, 4);
+    std::atomic<int> ran{0};
+    {
+      Recorder::Hold hold(rec);
+      for (std::int64_t i = 0; i < 10; ++i) {
+        rec.write_async(
+            [i, &ran](RunWriter& w) {
+              w.append_rows("/t/held", std::span<const std::int64_t>(&i, 1), {});
+              ++ran;
+            },
+            8);
+      }
+      if (ctx.is_root() && rec.background()) {
+        usleep(300 * 1000);  // the thread had time to run them, and did not
+        EXPECT_EQ(ran.load(), 0);
+      }
+    }
+    rec.drain();
+    EXPECT_EQ(ran.load(), ctx.is_root() ? 10 : 0);
+    rec.finish(schema::kStatusComplete);
+  }
+  {
+    Recorder rec(ctx, dir / "aborted.h5", meta, 4);
+    Recorder::Hold hold(rec);
+    for (std::int64_t i = 0; i < 10; ++i) {
+      rec.write_async(
+          [i](RunWriter& w) { w.append_rows("/t/held", std::span<const std::int64_t>(&i, 1), {}); },
+          8);
+    }
+    rec.mark_aborted("test: ending while held");
+  }
+  MPI_Barrier(ctx.world());
+  if (ctx.is_root()) {
+    EXPECT_EQ(RunFile::open(dir / "run.h5").read_int64("/t/held").size(), 10u);
+    const RunFile a = RunFile::open(dir / "aborted.h5");
+    EXPECT_EQ(a.meta().status, "aborted");
+    EXPECT_EQ(a.read_int64("/t/held").size(), 10u);
+    std::filesystem::remove_all(dir);
+  }
 }

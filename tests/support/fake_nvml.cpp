@@ -7,6 +7,8 @@
 //   FAKE_NVML_UNSUPPORTED=a,b  these answer NOT_SUPPORTED: temperature, ecc, remap, nvlink, pcie,
 //                              power, clocks, reasons; "events": nvmlDeviceRegisterEvents
 //                              answers NO_PERMISSION (Xids then come from the kernel log only)
+//   FAKE_NVML_EVENTS_REFUSED=g only GPU g's registration for events answers NO_PERMISSION
+//   FAKE_NVML_EVENTS_LOST=1    nvmlEventSetWait_v2 answers GPU_IS_LOST
 //   FAKE_NVML_THROTTLE=g       GPU g reports hardware slowdown + software power cap
 //   FAKE_NVML_ECC=g            GPU g has 1 uncorrected ECC error from the FAKE_NVML_AFTER-th
 //                              sample on (default 0: from the first, i.e. before the run)
@@ -39,6 +41,8 @@ struct Script {
   int init_rc = 0;
   std::string unsupported;
   int throttle = -1, ecc = -1, pcie = -1, nvlink_down = -1, xid_gpu = -1, xid_code = 0;
+  int events_refused = -1;
+  bool events_lost = false;
   std::string kernel_log;
   long after = 0;
   std::vector<Gpu> state;
@@ -64,7 +68,8 @@ int index_of(void* dev) {
 bool faulty(int g, int which) {
   return g == which && script().state[static_cast<std::size_t>(g)].samples > script().after;
 }
-constexpr int kSuccess = 0, kInvalid = 2, kNotSupported = 3, kNoPermission = 4, kTimeout = 10;
+constexpr int kSuccess = 0, kInvalid = 2, kNotSupported = 3, kNoPermission = 4, kTimeout = 10,
+              kGpuLost = 15;
 constexpr unsigned long long kEventXid = 0x8;
 
 struct Utilization {
@@ -98,6 +103,8 @@ int nvmlInit_v2() {
   s.ecc = env_int("FAKE_NVML_ECC", -1);
   s.pcie = env_int("FAKE_NVML_PCIE", -1);
   s.nvlink_down = env_int("FAKE_NVML_NVLINK_DOWN", -1);
+  s.events_refused = env_int("FAKE_NVML_EVENTS_REFUSED", -1);
+  s.events_lost = env_int("FAKE_NVML_EVENTS_LOST", 0) != 0;
   s.after = env_int("FAKE_NVML_AFTER", 0) - 1;  // "from the n-th sample": samples counted from 1
   if (const char* x = std::getenv("FAKE_NVML_XID");
       x != nullptr && std::strchr(x, ',') != nullptr) {
@@ -122,6 +129,8 @@ const char* nvmlErrorString(int rc) {
       return "Insufficient Permissions";
     case 9:
       return "Driver Not Loaded";
+    case 15:
+      return "GPU is lost";
     default:
       return "Unknown Error";
   }
@@ -250,13 +259,14 @@ int nvmlDeviceGetSupportedEventTypes(void*, unsigned long long* types) {
   return kSuccess;
 }
 int nvmlDeviceRegisterEvents(void* dev, unsigned long long types, void*) {
-  if (unsupported("events")) return kNoPermission;
+  if (unsupported("events") || index_of(dev) == script().events_refused) return kNoPermission;
   if ((types & ~(kEventXid | 0x1ull | 0x2ull)) != 0) return kNotSupported;
   if ((types & kEventXid) != 0) script().registered[static_cast<std::size_t>(index_of(dev))] = true;
   return kSuccess;
 }
 int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
   Script& s = script();
+  if (s.events_lost) return kGpuLost;
   if (s.pending.empty()) return kTimeout;  // the stand-in never sleeps: nothing has come
   const auto [g, code] = s.pending.front();
   s.pending.erase(s.pending.begin());

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "telemetry/channels.hpp"
 #include "telemetry/host.hpp"
@@ -33,7 +34,8 @@ class FakeNvmlEnv {
     for (const char* name :
          {"FAKE_NVML_GPUS", "FAKE_NVML_INIT", "FAKE_NVML_UNSUPPORTED", "FAKE_NVML_THROTTLE",
           "FAKE_NVML_ECC", "FAKE_NVML_PCIE", "FAKE_NVML_NVLINK_DOWN", "FAKE_NVML_AFTER",
-          "FAKE_NVML_XID", "FAKE_NVML_KERNEL_LOG"}) {
+          "FAKE_NVML_XID", "FAKE_NVML_KERNEL_LOG", "FAKE_NVML_EVENTS_REFUSED",
+          "FAKE_NVML_EVENTS_LOST"}) {
       unsetenv(name);
     }
   }
@@ -321,45 +323,98 @@ TEST(TelemetryXid, TheSamplerCountsEachGpusXidsOnceFromEitherSource) {
   FakeNvmlEnv env;
   shakedown::testing_support::TempDir dir;
   const std::string log = (dir / "kmsg").string();
-  std::ofstream(log) << "";
   env.set("FAKE_NVML_XID", "1,79");
   env.set("FAKE_NVML_KERNEL_LOG", log.c_str());
-  {
-    // The event set and the kernel log both carry the Xid: it counts once.
+  // The last sample's Xids of GPU 0 and GPU 1 with the script as set, the kernel log emptied.
+  const auto run = [&](const std::string& kernel_log) {
+    std::ofstream(log) << "";
     Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
-                    {}, log);
+                    {}, kernel_log);
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
     const Batch b = sampler.take();
-    ASSERT_GE(b.time_us.size(), 2u);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu0").count, 0);
-    EXPECT_TRUE(std::isnan(last_xid(sampler, b, "gpu0").last));
-    EXPECT_TRUE(xid_notes(sampler).empty());
+    EXPECT_GE(b.time_us.size(), 2u);
+    return std::tuple{last_xid(sampler, b, "gpu0"), last_xid(sampler, b, "gpu1"),
+                      xid_notes(sampler)};
+  };
+  {
+    // NVML watches both GPUs; the kernel log carries the same Xid: it counts once.
+    const auto [gpu0, gpu1, notes] = run(log);
+    EXPECT_DOUBLE_EQ(gpu1.count, 1);
+    EXPECT_DOUBLE_EQ(gpu1.last, 79);
+    EXPECT_DOUBLE_EQ(gpu0.count, 0);
+    EXPECT_TRUE(std::isnan(gpu0.last));
+    EXPECT_TRUE(notes.empty());
   }
   {
     // NVML's events alone: no readable kernel log is needed, and none is missed.
-    Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
-                    {}, (dir / "no-such-log").string());
-    std::this_thread::sleep_for(std::chrono::milliseconds(60));
-    const Batch b = sampler.take();
-    ASSERT_GE(b.time_us.size(), 2u);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
-    EXPECT_TRUE(xid_notes(sampler).empty()) << xid_notes(sampler).front();
+    const auto [gpu0, gpu1, notes] = run((dir / "no-such-log").string());
+    EXPECT_DOUBLE_EQ(gpu1.count, 1);
+    EXPECT_DOUBLE_EQ(gpu1.last, 79);
+    EXPECT_TRUE(notes.empty()) << notes.front();
   }
   {
-    // NVML refuses the event set: the kernel log alone.
-    std::ofstream(log) << "";
+    // GPU 0 refused by NVML, so the kernel log is read for it; GPU 1's Xid, in both, counts
+    // once (NVML has it).
+    env.set("FAKE_NVML_EVENTS_REFUSED", "0");
+    const auto [gpu0, gpu1, notes] = run(log);
+    EXPECT_DOUBLE_EQ(gpu1.count, 1);
+    EXPECT_DOUBLE_EQ(gpu0.count, 0);
+    EXPECT_TRUE(notes.empty()) << notes.front();
+  }
+  {
+    // GPU 1 refused: its Xid comes from the kernel log.
+    env.set("FAKE_NVML_EVENTS_REFUSED", "1");
+    const auto [gpu0, gpu1, notes] = run(log);
+    EXPECT_DOUBLE_EQ(gpu1.count, 1);
+    EXPECT_DOUBLE_EQ(gpu1.last, 79);
+    EXPECT_DOUBLE_EQ(gpu0.count, 0);
+    EXPECT_TRUE(notes.empty()) << notes.front();
+  }
+  {
+    // Every GPU refused: the kernel log alone.
+    env.set("FAKE_NVML_EVENTS_REFUSED", "-1");
     env.set("FAKE_NVML_UNSUPPORTED", "events");
+    const auto [gpu0, gpu1, notes] = run(log);
+    EXPECT_DOUBLE_EQ(gpu1.count, 1);
+    EXPECT_DOUBLE_EQ(gpu1.last, 79);
+    EXPECT_TRUE(notes.empty()) << notes.front();
+  }
+}
+
+TEST(TelemetryXid, AnEventSetThatFailsHandsItsGpusToTheKernelLog) {
+  FakeNvmlEnv env;
+  shakedown::testing_support::TempDir dir;
+  const std::string log = (dir / "kmsg").string();
+  std::ofstream(log) << "";
+  env.set("FAKE_NVML_XID", "1,79");
+  env.set("FAKE_NVML_AFTER", "3");  // after the first wait has failed
+  env.set("FAKE_NVML_KERNEL_LOG", log.c_str());
+  env.set("FAKE_NVML_EVENTS_LOST", "1");
+  {
     Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
                     {}, log);
-    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    const Batch b = sampler.take();
+    ASSERT_GE(b.time_us.size(), 4u);
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1) << "read from the kernel log";
+    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
+    const auto notes = xid_notes(sampler);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("nvmlEventSetWait: GPU is lost (NVML's events given up"),
+              std::string::npos)
+        << notes[0];
+  }
+  {
+    // Without a readable kernel log the GPUs are no longer watched: NaN, not a count of 0.
+    Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(10),
+                    {}, (dir / "no-such-log").string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
     const Batch b = sampler.take();
     ASSERT_GE(b.time_us.size(), 2u);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").count, 1);
-    EXPECT_DOUBLE_EQ(last_xid(sampler, b, "gpu1").last, 79);
-    EXPECT_TRUE(xid_notes(sampler).empty()) << xid_notes(sampler).front();
+    EXPECT_TRUE(std::isnan(last_xid(sampler, b, "gpu0").count));
+    const auto notes = xid_notes(sampler);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("; no kernel log either: "), std::string::npos) << notes[0];
   }
 }
 

@@ -3,8 +3,9 @@
 // communicator split by local_rank / tp); a DP group is the ranks with one TP index across the
 // world. Each measured step records every rank's breakdown, its clock-aligned arrival at the DP
 // reduction, its bucket timings and the hash of its parameters; rank 0 writes /train's header
-// before the first step and appends each step behind the next (record/train_rows.hpp). The analysis
-// (analysis/train_report.hpp) judges replicas, stragglers, lateness and MFU from the file alone.
+// before the first step and queues each step's rows as it completes (record/train_rows.hpp). The
+// analysis (analysis/train_report.hpp) judges replicas, stragglers, lateness and MFU from the
+// file alone.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -195,7 +196,7 @@ void run_train(PhaseEnv& env) {
     env.watchdog.step("train warm-up step " + std::to_string(i + 1), env.config.timeouts.phase_s);
     step->run(-1 - i, fault);
   }
-  // /train's header before the first step; each step is appended as soon as it is measured,
+  // /train's header before the first step; each step's rows are queued as soon as it is measured,
   // so a run that stops mid-phase keeps the steps before (the recorder writes what is queued
   // when the watchdog ends the run).
   env.watchdog.step("train: header");
@@ -265,7 +266,7 @@ void run_train(PhaseEnv& env) {
     }
     const train::StepTimes t = step->run(n, f);
     env.watchdog.progress().store(1, std::memory_order_relaxed);
-    // Outside the step's timings: every rank's row to rank 0, written behind the next step.
+    // Outside the step's timings: every rank's row to rank 0, queued for the writer (held).
     const std::vector<std::uint64_t> mine = pack_step(t, *step, ctx.clock_offset_us());
     SD_MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(width), MPI_UINT64_T, gathered.data(),
                             static_cast<int>(width), MPI_UINT64_T, 0, world));

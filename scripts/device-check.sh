@@ -6,7 +6,8 @@
 # collectives (NCCL) and gemm (cuBLASLt) phases, the devices phase on the GPU (HBM copy and triad,
 # copy-engine and pinned host<->device copies, the PCIe link), `shakedown audit` of the node (the real driver,
 # CUDA, NCCL and cuBLASLt versions, MIG, GPUDirect RDMA), and one run of the train phase with its
-# GEMMs on cuBLASLt (host-staged operands); prints a short table and exits non-zero when anything
+# GEMMs on cuBLASLt (host-staged operands), and a link scan of 2 virtual nodes with its messages
+# in GPU memory where UCX can send it; prints a short table and exits non-zero when anything
 # failed. Without a GPU it says so and exits 0. The whole script keeps to a time budget.
 #
 # Usage:
@@ -427,6 +428,27 @@ if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 40)); then
   esac
   sed -n '/^train (/,/^$/p' "$out/train.log" | head -8
   [[ $trc -le 1 ]] || tail -30 "$out/train.log"
+fi
+
+# ---------------------------------------------------------------- linkscan from GPU memory
+if [[ -n "$shakedown_bin" && -z "$no_cuda" ]] && (($(left) > 40)); then
+  # 2 ranks as 2 virtual nodes on the one GPU, linkscan.memory auto: GPU memory when this UCX
+  # reports CUDA among its memory types (its cuda transport installed), else host memory and
+  # the reason. The coverage line says which; the title says "from GPU memory" when it was.
+  timeout "$(slice 90)" scripts/mpirun-local.sh -n 2 "$shakedown_bin" run --virtual-nodes 2 \
+    --phases linkscan --set linkscan.bytes=16MiB --set linkscan.reps=3 \
+    --out "$out/linkscan.h5" >"$out/linkscan.log" 2>&1
+  lrc=$?
+  case $lrc in
+    0 | 1) results+=("shakedown run linkscan (memory auto)|OK|$(grep -m 1 -oE '(host|GPU) memory[^;]*' "$out/linkscan.log" | cut -c1-60)") ;;
+    *)
+      results+=("shakedown run linkscan (memory auto)|FAILED|exit code $lrc, see $out/linkscan.log")
+      failed=1
+      ;;
+  esac
+  sed -n '/^linkscan (/,/^$/p' "$out/linkscan.log" | head -6
+  grep -m 1 "linkscan.coverage" "$out/linkscan.log" | cut -c1-300
+  [[ $lrc -le 1 ]] || tail -30 "$out/linkscan.log"
 fi
 
 # ---------------------------------------------------------------- table

@@ -237,6 +237,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   lf.concurrent = file.attr_int64(g, l::kAttrConcurrent) != 0;
   lf.bidirectional =
       file.has_attr(g, l::kAttrBidirectional) && file.attr_int64(g, l::kAttrBidirectional) != 0;
+  if (file.has_attr(g, l::kAttrMemory)) lf.memory = file.attr_string(g, l::kAttrMemory);
+  if (file.has_attr(g, l::kAttrMemoryNote))
+    lf.memory_note = file.attr_string(g, l::kAttrMemoryNote);
   const fabric::Thresholds t{lf.bw_fraction, lf.lat_factor};
   for (const std::string& child : file.children(g)) {
     LinkscanRail rail = read_rail(file, schema::join(g, child), lf.reps);
@@ -279,7 +282,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
           what + "; " + format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " +
           std::to_string(lf.window) + " in flight" + (lf.bidirectional ? " each way" : "") + ", " +
           std::to_string(lf.reps) + " window(s) and " + std::to_string(lf.lat_iters) +
-          " round trips per pair" + (lf.concurrent ? "" : ", one pair at a time") + "); " +
+          " round trips per pair" + (lf.concurrent ? "" : ", one pair at a time") + "; " +
+          (lf.memory == "cuda" ? "GPU memory" : "host memory") +
+          (lf.memory_note.empty() ? "" : " (" + lf.memory_note + ")") + "); " +
           std::to_string(retested) + " retest pair(s) of a budget of " + std::to_string(budget) +
           virtual_note));
   std::vector<Finding> found;
@@ -329,11 +334,11 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
 }
 
 std::string linkscan_title(const LinkscanFindings& lf) {
-  return "linkscan (" + lf.transport + ", " + lf.schedule + "; " +
-         format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " + std::to_string(lf.window) +
-         " in flight" + (lf.bidirectional ? " each way" : "") + ", " + std::to_string(lf.reps) +
-         " window(s) per pair; GB/s" + (lf.bidirectional ? " both directions together" : "") +
-         ", median)";
+  return "linkscan (" + lf.transport + (lf.memory == "cuda" ? " from GPU memory" : "") + ", " +
+         lf.schedule + "; " + format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " +
+         std::to_string(lf.window) + " in flight" + (lf.bidirectional ? " each way" : "") + ", " +
+         std::to_string(lf.reps) + " window(s) per pair; GB/s" +
+         (lf.bidirectional ? " both directions together" : "") + ", median)";
 }
 
 std::vector<double> linkscan_matrix(const LinkscanRail& r) {

@@ -46,8 +46,10 @@ struct LinkscanFindings {
   std::string transport, schedule, rails_setting;
   double bytes = 0, lat_bytes = 0, bw_fraction = 0, lat_factor = 0;
   int window = 0, reps = 0, lat_iters = 0;
-  bool bidirectional = false;  // both ends sent at once: figures count both directions
-  bool concurrent = true;      // a round's pairs at once (false: one pair at a time)
+  bool bidirectional = false;   // both ends sent at once: figures count both directions
+  std::string memory = "host";  // where the bandwidth messages lived: host or cuda
+  std::string memory_note;      // why auto chose host
+  bool concurrent = true;       // a round's pairs at once (false: one pair at a time)
   std::vector<LinkscanRail> rails;
   std::size_t pairs_tested = 0, nodes_tested = 0;  // first pass, over every rail
   std::vector<Finding> findings;

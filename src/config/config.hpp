@@ -195,6 +195,9 @@ struct LinkscanConfig {
   // host's cores with another), or "auto": at once unless some host runs more ranks than CPUs.
   std::string concurrent = "auto";
   bool bidirectional = false;  // both ends send at once; the figure counts both directions
+  // Where the bandwidth messages live: host memory, GPU memory (cuda: GPUDirect RDMA where UCX
+  // has it), or auto: cuda when every rank has a GPU and UCX reports CUDA memory support.
+  std::string memory = "auto";
 
   friend bool operator==(const LinkscanConfig&, const LinkscanConfig&) = default;
 };

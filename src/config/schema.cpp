@@ -612,7 +612,8 @@ SectionSpec linkscan_section() {
            field("bw_fraction", section, &S::bw_fraction, kFraction),
            field("retest_budget", section, &S::retest_budget, IntRule{0, kMaxIters}),
            field("concurrent", section, &S::concurrent, ChoiceRule{{"auto", "true", "false"}}),
-           field("bidirectional", section, &S::bidirectional, BoolRule{})}};
+           field("bidirectional", section, &S::bidirectional, BoolRule{}),
+           field("memory", section, &S::memory, ChoiceRule{{"auto", "host", "cuda"}})}};
 }
 
 SectionSpec telemetry_section() {

@@ -37,6 +37,10 @@ class Link {
   Link& operator=(const Link&) = delete;
 
   virtual std::string kind() const = 0;  // "ucx" | "mpi"
+  // Where the bandwidth messages live: "host" or "cuda" (the rank's GPU memory), and, when
+  // linkscan.memory auto chose host, why ("" otherwise).
+  virtual std::string memory() const { return "host"; }
+  virtual std::string memory_note() const { return ""; }
   // Connects to world rank `peer` (both ends call it in the same round; a no-op when connected).
   virtual void connect(int peer) = 0;
   // What carries the traffic to `peer`, once connected: "mpi", or UCX's lanes,
@@ -58,13 +62,21 @@ struct LinkOptions {
   int window = 32;               // messages in flight per window
   std::size_t lat_bytes = 8;     // each latency message
   std::string net_devices;       // UCX_NET_DEVICES for this rank's rail ("" = UCX's choice)
+  // linkscan.memory: "host", "cuda" (this rank's GPU, cuda_device, for the bandwidth messages)
+  // or "auto" (cuda where it can be, else host). UCX only; MPI uses host memory.
+  std::string memory = "host";
+  int cuda_device = -1;       // this rank's GPU, -1 none
+  std::string no_gpu_reason;  // why cuda_device is -1
 };
 
 // Over a duplicate of `world`.
 std::unique_ptr<Link> make_mpi_link(MPI_Comm world, const LinkOptions& options);
 // Loads UCX (libucp.so.0), makes a context and worker, and exchanges worker addresses over
-// `world` (collective). Throws UsageError on every rank, naming the rank and what failed, when
-// UCX cannot be loaded or started anywhere.
+// `world` (collective). GPU memory for the bandwidth messages (options.memory cuda, or auto on a
+// world where every rank has a GPU and UCX reports CUDA memory in ucp_context_query's
+// memory_types) is detected, never assumed: cuda where it cannot be is a UsageError naming
+// linkscan.memory and the rank. Throws UsageError on every rank, naming the rank and what failed,
+// when UCX cannot be loaded or started anywhere.
 std::unique_ptr<Link> make_ucx_link(MPI_Comm world, const LinkOptions& options);
 
 }  // namespace shakedown::fabric

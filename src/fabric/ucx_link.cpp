@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <regex>
+#include <utility>
 #include <vector>
 
 #include "core/dynamic_library.hpp"
@@ -17,6 +18,12 @@
 #include "fabric/link.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/mpi.hpp"
+
+#if SHAKEDOWN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda_check.hpp"
+#endif
 
 namespace shakedown::fabric {
 
@@ -32,6 +39,7 @@ struct UcxApi {
   decltype(&ucp_config_release) config_release = nullptr;
   decltype(&ucp_init_version) init_version = nullptr;
   decltype(&ucp_cleanup) cleanup = nullptr;
+  decltype(&ucp_context_query) context_query = nullptr;
   decltype(&ucp_worker_create) worker_create = nullptr;
   decltype(&ucp_worker_destroy) worker_destroy = nullptr;
   decltype(&ucp_worker_get_address) worker_get_address = nullptr;
@@ -59,6 +67,7 @@ struct UcxApi {
     find(config_release, "ucp_config_release");
     find(init_version, "ucp_init_version");
     find(cleanup, "ucp_cleanup");
+    find(context_query, "ucp_context_query");
     find(worker_create, "ucp_worker_create");
     find(worker_destroy, "ucp_worker_destroy");
     find(worker_get_address, "ucp_worker_get_address");
@@ -111,15 +120,94 @@ DynamicLibrary load_ucx(std::string& why) {
   return lib;
 }
 
+// A bandwidth buffer: host memory, or a CUDA device's.
+class MessageBuffer {
+ public:
+  MessageBuffer() = default;
+  MessageBuffer(std::size_t bytes, int cuda_device) : bytes_(bytes), device_(cuda_device) {
+    if (cuda_device < 0) {
+      host_.assign(bytes, 0);
+      return;
+    }
+#if SHAKEDOWN_HAVE_CUDA
+    SD_CUDA_CHECK(cudaSetDevice(cuda_device));
+    SD_CUDA_CHECK(cudaMalloc(&device_ptr_, bytes));
+    SD_CUDA_CHECK(cudaMemset(device_ptr_, 0, bytes));
+    SD_CUDA_CHECK(cudaDeviceSynchronize());
+#else
+    throw RuntimeFault("linkscan.memory: cuda in a build without CUDA");
+#endif
+  }
+  ~MessageBuffer() {
+#if SHAKEDOWN_HAVE_CUDA
+    if (device_ptr_ != nullptr) (void)cudaFree(device_ptr_);
+#endif
+  }
+  MessageBuffer(MessageBuffer&& o) noexcept
+      : host_(std::move(o.host_)),
+        bytes_(o.bytes_),
+        device_(o.device_),
+        device_ptr_(std::exchange(o.device_ptr_, nullptr)) {}
+  MessageBuffer& operator=(MessageBuffer&& o) noexcept {
+    std::swap(host_, o.host_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+    std::swap(device_ptr_, o.device_ptr_);
+    return *this;
+  }
+  MessageBuffer(const MessageBuffer&) = delete;
+  MessageBuffer& operator=(const MessageBuffer&) = delete;
+  void* data() {
+    return device_ptr_ != nullptr ? device_ptr_ : host_.data();
+  }
+  std::size_t size() const {
+    return bytes_;
+  }
+  bool cuda() const {
+    return device_ptr_ != nullptr;
+  }
+
+ private:
+  std::vector<unsigned char> host_;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+  void* device_ptr_ = nullptr;
+};
+
 class UcxLink final : public Link {
  public:
   UcxLink(int rank, const LinkOptions& o, UcxApi api)
       : api_(std::move(api)),
         rank_(rank),
         net_devices_(o.net_devices),
-        buffer_(o.bytes),
+        bytes_(o.bytes),
         small_(std::max<std::size_t>(o.lat_bytes, 1)),
         window_(o.window) {}
+
+  // Why this rank cannot put its bandwidth messages in GPU memory ("" when it can): no GPU, or a
+  // UCX whose context reports no CUDA memory type (built without its cuda module). After start.
+  std::string cuda_missing(const LinkOptions& o, bool detail) const {
+    if (o.cuda_device < 0) {
+      return "rank " + std::to_string(rank_) + " has no GPU" +
+             (detail && !o.no_gpu_reason.empty() ? " (" + o.no_gpu_reason + ")" : "");
+    }
+    if (!cuda_memory_) {
+      return "UCX on rank " + std::to_string(rank_) + " reports no CUDA memory" +
+             (detail ? " (ucp_context_query's memory types: " + memory_types_ +
+                           "; install UCX's cuda transport, e.g. a UCX built --with-cuda)"
+                     : "");
+    }
+    return "";
+  }
+
+  // The bandwidth buffers, in host memory or this rank's GPU (cuda_device >= 0).
+  void allocate(int cuda_device, std::string note) {
+    buffer_ = MessageBuffer(bytes_, cuda_device);
+    inbox_ = MessageBuffer(bytes_, cuda_device);
+    memory_note_ = std::move(note);
+  }
+  std::string memory() const override { return buffer_.cuda() ? "cuda" : "host"; }
+  std::string memory_note() const override { return memory_note_; }
 
   // This rank's context and worker (the destructor releases what was made if this throws).
   void start() {
@@ -140,6 +228,22 @@ class UcxLink final : public Link {
         api_.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
     api_.config_release(config);
     SD_UCX_CHECK(api_, init);
+    // The memory types UCX's transports handle here: CUDA only with its cuda module.
+    ucp_context_attr_t attr{};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    SD_UCX_CHECK(api_, api_.context_query(context_, &attr));
+    cuda_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    std::vector<std::string> types;
+    for (int t = 0; t < UCS_MEMORY_TYPE_LAST; ++t) {
+      if ((attr.memory_types & UCS_BIT(t)) != 0) {
+        types.push_back(t == UCS_MEMORY_TYPE_HOST           ? "host"
+                        : t == UCS_MEMORY_TYPE_CUDA         ? "cuda"
+                        : t == UCS_MEMORY_TYPE_CUDA_MANAGED ? "cuda-managed"
+                        : t == UCS_MEMORY_TYPE_ROCM         ? "rocm"
+                                                            : "type " + std::to_string(t));
+      }
+    }
+    memory_types_ = types.empty() ? "none" : join(types, ", ");
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -205,7 +309,7 @@ class UcxLink final : public Link {
     std::vector<ucs_status_ptr_t> requests;
     requests.reserve(static_cast<std::size_t>(window_));
     for (int i = 0; i < window_; ++i) {
-      requests.push_back(send(peer, buffer_.data(), buffer_.size(), tag_of(Message::kData, rank_)));
+      requests.push_back(data_send(peer, buffer_));
     }
     for (ucs_status_ptr_t r : requests) wait(r);
     wait(recv(small_.data(), 1, tag_of(Message::kAck, peer)));
@@ -216,7 +320,7 @@ class UcxLink final : public Link {
     std::vector<ucs_status_ptr_t> requests;
     requests.reserve(static_cast<std::size_t>(window_));
     for (int i = 0; i < window_; ++i) {
-      requests.push_back(recv(buffer_.data(), buffer_.size(), tag_of(Message::kData, peer)));
+      requests.push_back(data_recv(peer, buffer_));
     }
     wait(send(peer, small_.data(), 1, tag_of(Message::kReady, rank_)));
     for (ucs_status_ptr_t r : requests) wait(r);
@@ -224,11 +328,10 @@ class UcxLink final : public Link {
   }
 
   double window_both(int peer, bool initiator) override {
-    inbox_.resize(buffer_.size());
     std::vector<ucs_status_ptr_t> requests;
     requests.reserve(2 * static_cast<std::size_t>(window_));
     for (int i = 0; i < window_; ++i) {
-      requests.push_back(recv(inbox_.data(), inbox_.size(), tag_of(Message::kData, peer)));
+      requests.push_back(data_recv(peer, inbox_));
     }
     char ready = 0, ack = 0;
     ucs_status_ptr_t peer_ready = recv(&ready, 1, tag_of(Message::kReady, peer));
@@ -236,7 +339,7 @@ class UcxLink final : public Link {
     wait(peer_ready);
     const double start = seconds_now();
     for (int i = 0; i < window_; ++i) {
-      requests.push_back(send(peer, buffer_.data(), buffer_.size(), tag_of(Message::kData, rank_)));
+      requests.push_back(data_send(peer, buffer_));
     }
     ucs_status_ptr_t peer_done = recv(&ack, 1, tag_of(Message::kAck, peer));
     for (ucs_status_ptr_t r : requests) wait(r);
@@ -270,16 +373,32 @@ class UcxLink final : public Link {
     return join(seen, ",");
   }
 
-  ucs_status_ptr_t send(int peer, void* data, std::size_t bytes, ucp_tag_t tag) {
-    connect(peer);
+  // A bandwidth message from or into `b`, its memory type said (UCX need not detect it).
+  ucs_status_ptr_t data_send(int peer, MessageBuffer& b) {
+    return send(peer, b.data(), b.size(), tag_of(Message::kData, rank_), b.cuda());
+  }
+  ucs_status_ptr_t data_recv(int peer, MessageBuffer& b) {
+    return recv(b.data(), b.size(), tag_of(Message::kData, peer), b.cuda());
+  }
+  static ucp_request_param_t params(bool cuda) {
     ucp_request_param_t p{};
+    if (cuda) {
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+      p.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
+    return p;
+  }
+
+  ucs_status_ptr_t send(int peer, void* data, std::size_t bytes, ucp_tag_t tag, bool cuda = false) {
+    connect(peer);
+    ucp_request_param_t p = params(cuda);
     ucs_status_ptr_t r = api_.tag_send_nbx(endpoints_.at(peer), data, bytes, tag, &p);
     if (UCS_PTR_IS_ERR(r)) SD_UCX_CHECK(api_, UCS_PTR_STATUS(r));
     return r;
   }
 
-  ucs_status_ptr_t recv(void* data, std::size_t bytes, ucp_tag_t tag) {
-    ucp_request_param_t p{};
+  ucs_status_ptr_t recv(void* data, std::size_t bytes, ucp_tag_t tag, bool cuda = false) {
+    ucp_request_param_t p = params(cuda);
     ucs_status_ptr_t r = api_.tag_recv_nbx(worker_, data, bytes, tag, kFullMask, &p);
     if (UCS_PTR_IS_ERR(r)) SD_UCX_CHECK(api_, UCS_PTR_STATUS(r));
     return r;
@@ -303,10 +422,14 @@ class UcxLink final : public Link {
   ucp_worker_h worker_ = nullptr;
   std::vector<std::string> addresses_;
   std::map<int, ucp_ep_h> endpoints_;
-  std::vector<unsigned char> buffer_;
+  std::size_t bytes_ = 0;
+  MessageBuffer buffer_;
   std::vector<unsigned char> small_;
-  std::vector<unsigned char> inbox_;  // what the peer sends in a bidirectional window
+  MessageBuffer inbox_;  // what the peer sends in a bidirectional window
   int window_ = 32;
+  bool cuda_memory_ = false;  // UCX's context reports CUDA memory
+  std::string memory_types_;  // the types it reports, for messages
+  std::string memory_note_;   // why auto chose host memory
 };
 
 }  // namespace
@@ -332,6 +455,25 @@ std::unique_ptr<Link> make_ucx_link(MPI_Comm world, const LinkOptions& options) 
     return made;
   });
   link->exchange_addresses(world);
+  // Host or GPU memory: every rank the same. Why a rank cannot use its GPU, from every rank.
+  const std::vector<std::string> missing = allgather_strings(
+      world, options.memory == "host" ? std::string()
+                                      : link->cuda_missing(options, options.memory == "cuda"));
+  std::string first_missing;
+  for (const std::string& m : missing) {
+    if (!m.empty() && first_missing.empty()) first_missing = m;
+  }
+  if (options.memory == "cuda" && !first_missing.empty()) {
+    agreed(world, [&] {
+      throw UsageError("linkscan.memory: cuda needs GPU memory that UCX can send on every rank: " +
+                       first_missing + "; use linkscan.memory: host or auto");
+    });
+  }
+  const bool cuda = options.memory != "host" && first_missing.empty();
+  agreed(world, [&] {
+    link->allocate(cuda ? options.cuda_device : -1,
+                   options.memory == "auto" && !cuda ? "auto: " + first_missing : "");
+  });
   return link;
 }
 

@@ -17,6 +17,7 @@
 #include "fabric/localise.hpp"
 #include "fabric/rails.hpp"
 #include "fabric/schedule.hpp"
+#include "phases/gpu.hpp"
 #include "phases/phase.hpp"
 #include "record/schema.hpp"
 #include "runtime/agree.hpp"
@@ -321,6 +322,19 @@ void run_linkscan(PhaseEnv& env) {
   options.bytes = cfg.bytes;
   options.window = cfg.window;
   options.lat_bytes = cfg.lat_bytes;
+  options.memory = cfg.memory;
+  if (cfg.memory != "host") {
+    if (cfg.transport != "ucx" && cfg.memory == "cuda") {
+      agreed(ctx.world(), [&] {
+        throw UsageError(
+            "linkscan.memory: cuda needs linkscan.transport: ucx (the MPI transport "
+            "sends host memory); use linkscan.memory: host or auto");
+      });
+    }
+    const GpuChoice gpu = choose_gpu(ctx);
+    options.cuda_device = gpu.device;
+    options.no_gpu_reason = gpu.why_not;
+  }
   for (const Rail& rail : rails) {
     const int position = rail.position_of(ctx.rank());
     if (position >= 0) options.net_devices = rail.devices[static_cast<std::size_t>(position)];
@@ -354,6 +368,11 @@ void run_linkscan(PhaseEnv& env) {
       w.set_attr(g, l::kAttrRails, cfg.rails);
       w.set_attr(g, l::kAttrConcurrent, static_cast<std::int64_t>(shared == 0 ? 1 : 0));
       w.set_attr(g, l::kAttrBidirectional, static_cast<std::int64_t>(cfg.bidirectional ? 1 : 0));
+      w.set_attr(g, l::kAttrMemory, link->memory());
+      w.set_attr(g, l::kAttrMemoryNote,
+                 cfg.transport == "ucx" || cfg.memory == "host"
+                     ? link->memory_note()
+                     : std::string("auto: the MPI transport sends host memory"));
     });
   });
   Progress progress("linkscan", 2 * static_cast<long>(rails.size()), env.progress);

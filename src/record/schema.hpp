@@ -632,6 +632,8 @@ inline constexpr const char* kAttrLatFactor = "lat_factor";
 inline constexpr const char* kAttrRails = "rails";
 inline constexpr const char* kAttrConcurrent = "concurrent";
 inline constexpr const char* kAttrBidirectional = "bidirectional";
+inline constexpr const char* kAttrMemory = "memory";
+inline constexpr const char* kAttrMemoryNote = "memory_note";
 // Attributes of /linkscan/<rail>.
 inline constexpr const char* kAttrRail = "rail";
 inline constexpr const char* kAttrNetDevices = "net_devices";

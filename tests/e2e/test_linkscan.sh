@@ -18,6 +18,9 @@ rc=$?
 expect_in "$TMP/stdout" "^linkscan \(ucx, all_pairs; 256 KiB x 8 in flight, 3 window\(s\) per pair" "block title"
 expect_in "$TMP/stdout" "rail 0: 6 pair\(s\) of 4 nodes, best [0-9.e+]+ GB/s" "rail line"
 expect_in "$TMP/stdout" "\[PASS\] linkscan.coverage" "coverage"
+# No GPU here: auto keeps the messages in host memory and says why (GPU memory is detected,
+# never assumed).
+expect_in "$TMP/stdout" "linkscan.coverage: .*; host memory \(auto: rank 0 has no GPU\)\)" "host memory and why"
 expect_in "$TMP/stdout" "tested 6 node pairs on 4 ranks / 4 nodes" "tested"
 /usr/bin/python3 "$SHAKEDOWN_SOURCE_DIR/tests/e2e/check_schema.py" "$TMP/a.h5" \
   "$SHAKEDOWN_SOURCE_DIR/scripts/schema.json" >"$TMP/schema" 2>&1 ||
@@ -116,6 +119,15 @@ for spec in slow:rank=1,phase=linkscan slow:link=1-1,phase=linkscan slow:node=1,
   expect_rc 2 $? "--inject $spec"
   expect_in "$TMP/out" "--inject $spec" "--inject $spec named"
 done
+# GPU memory asked for where there is none, or over MPI: exit 2 naming the key and why.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set linkscan.memory=cuda \
+  --out "$TMP/m.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "linkscan.memory cuda without a GPU"
+expect_in "$TMP/out" "linkscan.memory: cuda needs GPU memory that UCX can send on every rank: rank 0 has no GPU" "no GPU named"
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set linkscan.memory=cuda \
+  --set linkscan.transport=mpi --out "$TMP/m2.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "linkscan.memory cuda over MPI"
+expect_in "$TMP/out" "linkscan.memory: cuda needs linkscan.transport: ucx" "MPI transport named"
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" \
   --inject slow:link=0-5,phase=linkscan --out "$TMP/x.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "link to a node that does not exist"

@@ -62,6 +62,7 @@ struct LinkOptions {
   int window = 32;               // messages in flight per window
   std::size_t lat_bytes = 8;     // each latency message
   std::string net_devices;       // UCX_NET_DEVICES for this rank's rail ("" = UCX's choice)
+  bool bidirectional = false;    // window_both is used: a second buffer for the peer's window
   // linkscan.memory: "host", "cuda" (this rank's GPU, cuda_device, for the bandwidth messages)
   // or "auto" (cuda where it can be, else host). UCX only; MPI uses host memory.
   std::string memory = "host";

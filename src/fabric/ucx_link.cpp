@@ -145,7 +145,7 @@ class MessageBuffer {
   }
   MessageBuffer(MessageBuffer&& o) noexcept
       : host_(std::move(o.host_)),
-        bytes_(o.bytes_),
+        bytes_(std::exchange(o.bytes_, 0)),
         device_(o.device_),
         device_ptr_(std::exchange(o.device_ptr_, nullptr)) {}
   MessageBuffer& operator=(MessageBuffer&& o) noexcept {
@@ -181,6 +181,7 @@ class UcxLink final : public Link {
         rank_(rank),
         net_devices_(o.net_devices),
         bytes_(o.bytes),
+        bidirectional_(o.bidirectional),
         small_(std::max<std::size_t>(o.lat_bytes, 1)),
         window_(o.window) {}
 
@@ -203,7 +204,7 @@ class UcxLink final : public Link {
   // The bandwidth buffers, in host memory or this rank's GPU (cuda_device >= 0).
   void allocate(int cuda_device, std::string note) {
     buffer_ = MessageBuffer(bytes_, cuda_device);
-    inbox_ = MessageBuffer(bytes_, cuda_device);
+    if (bidirectional_) inbox_ = MessageBuffer(bytes_, cuda_device);
     memory_note_ = std::move(note);
   }
   std::string memory() const override { return buffer_.cuda() ? "cuda" : "host"; }
@@ -328,6 +329,9 @@ class UcxLink final : public Link {
   }
 
   double window_both(int peer, bool initiator) override {
+    if (inbox_.size() != buffer_.size()) {
+      throw InternalError("linkscan: a bidirectional window without LinkOptions::bidirectional");
+    }
     std::vector<ucs_status_ptr_t> requests;
     requests.reserve(2 * static_cast<std::size_t>(window_));
     for (int i = 0; i < window_; ++i) {
@@ -423,6 +427,7 @@ class UcxLink final : public Link {
   std::vector<std::string> addresses_;
   std::map<int, ucp_ep_h> endpoints_;
   std::size_t bytes_ = 0;
+  bool bidirectional_ = false;
   MessageBuffer buffer_;
   std::vector<unsigned char> small_;
   MessageBuffer inbox_;  // what the peer sends in a bidirectional window
@@ -451,6 +456,13 @@ std::unique_ptr<Link> make_ucx_link(MPI_Comm world, const LinkOptions& options) 
                        " (UCX 1.13 or later is needed); set linkscan.transport: mpi");
     }
     auto made = std::make_unique<UcxLink>(rank, options, std::move(api));
+#if SHAKEDOWN_HAVE_CUDA
+    // The rank's GPU current before UCX starts (as ucx_perftest does), so its cuda transports
+    // see the context the buffers will live in.
+    if (options.memory != "host" && options.cuda_device >= 0) {
+      SD_CUDA_CHECK(cudaSetDevice(options.cuda_device));
+    }
+#endif
     made->start();
     return made;
   });

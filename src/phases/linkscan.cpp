@@ -323,6 +323,7 @@ void run_linkscan(PhaseEnv& env) {
   options.window = cfg.window;
   options.lat_bytes = cfg.lat_bytes;
   options.memory = cfg.memory;
+  options.bidirectional = cfg.bidirectional;
   if (cfg.memory != "host") {
     if (cfg.transport != "ucx" && cfg.memory == "cuda") {
       agreed(ctx.world(), [&] {

@@ -124,7 +124,7 @@ DynamicLibrary load_ucx(std::string& why) {
 class MessageBuffer {
  public:
   MessageBuffer() = default;
-  MessageBuffer(std::size_t bytes, int cuda_device) : bytes_(bytes), device_(cuda_device) {
+  MessageBuffer(std::size_t bytes, int cuda_device) : bytes_(bytes) {
     if (cuda_device < 0) {
       host_.assign(bytes, 0);
       return;
@@ -146,12 +146,10 @@ class MessageBuffer {
   MessageBuffer(MessageBuffer&& o) noexcept
       : host_(std::move(o.host_)),
         bytes_(std::exchange(o.bytes_, 0)),
-        device_(o.device_),
         device_ptr_(std::exchange(o.device_ptr_, nullptr)) {}
   MessageBuffer& operator=(MessageBuffer&& o) noexcept {
     std::swap(host_, o.host_);
     std::swap(bytes_, o.bytes_);
-    std::swap(device_, o.device_);
     std::swap(device_ptr_, o.device_ptr_);
     return *this;
   }
@@ -170,7 +168,6 @@ class MessageBuffer {
  private:
   std::vector<unsigned char> host_;
   std::size_t bytes_ = 0;
-  int device_ = -1;
   void* device_ptr_ = nullptr;
 };
 

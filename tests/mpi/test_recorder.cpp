@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <span>
+#include <string>
 
 #include "record/reader.hpp"
 #include "record/recorder.hpp"
@@ -82,6 +83,20 @@ std::filesystem::path shared_temp(const Context& ctx, const std::string& tag) {
                                           tag + "-" + std::to_string(getpid())
                                     : "");
 }
+
+// Queues `n` jobs on `rec`, job i appending the value i to `path`; each bumps `ran` if given.
+void queue_rows(Recorder& rec, const std::string& path, std::int64_t n,
+                std::atomic<int>* ran = nullptr) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    rec.write_async(
+        [i, path, ran](RunWriter& w) {
+          w.append_rows(path, std::span<const std::int64_t>(&i, 1), {});
+          if (ran != nullptr) ++*ran;
+        },
+        8);
+  }
+}
+
 }  // namespace
 
 // write_async: jobs run in order and before a later write(); a failing job's error comes out of
@@ -93,13 +108,7 @@ TEST(Recorder, BackgroundWritesKeepOrderAndReportFailures) {
   meta.world_size = ctx.world_size();
   {
     Recorder rec(ctx, dir / "run.h5", meta, 4);
-    for (std::int64_t i = 0; i < 50; ++i) {
-      rec.write_async(
-          [i](RunWriter& w) {
-            w.append_rows("/t/order", std::span<const std::int64_t>(&i, 1), {});
-          },
-          8);
-    }
+    queue_rows(rec, "/t/order", 50);
     rec.write([](RunWriter& w) { w.set_attr("/t", "after", std::int64_t{1}); });
     rec.write_async([](RunWriter&) { throw RuntimeFault("job failed on purpose"); }, 1);
     bool threw = false;
@@ -112,13 +121,7 @@ TEST(Recorder, BackgroundWritesKeepOrderAndReportFailures) {
   }
   {
     Recorder rec(ctx, dir / "aborted.h5", meta, 4);
-    for (std::int64_t i = 0; i < 20; ++i) {
-      rec.write_async(
-          [i](RunWriter& w) {
-            w.append_rows("/t/queued", std::span<const std::int64_t>(&i, 1), {});
-          },
-          8);
-    }
+    queue_rows(rec, "/t/queued", 20);
     rec.mark_aborted("test: ending");
     if (ctx.is_root()) {
       EXPECT_THROW(rec.write_async([](RunWriter&) {}, 1), RunAborted);
@@ -150,11 +153,7 @@ TEST(Recorder, BackgroundRowsReachTheDiskWithoutAnotherWrite) {
   if (ctx.is_root() && !rec.background()) {
     GTEST_SKIP() << "rank 0 has one CPU: the recorder writes inline, flushing every write";
   }
-  for (std::int64_t i = 0; i < 30; ++i) {
-    rec.write_async(
-        [i](RunWriter& w) { w.append_rows("/t/rows", std::span<const std::int64_t>(&i, 1), {}); },
-        8);
-  }
+  queue_rows(rec, "/t/rows", 30);
   if (ctx.is_root()) {
     rec.drain();
     const std::string cmd = "h5dump -H -d /t/rows " + (dir / "run.h5.partial").string() +
@@ -184,14 +183,7 @@ TEST(Recorder, HeldJobsWaitForTheHoldAndSurviveAnAbort) {
     std::atomic<int> ran{0};
     {
       Recorder::Hold hold(rec);
-      for (std::int64_t i = 0; i < 10; ++i) {
-        rec.write_async(
-            [i, &ran](RunWriter& w) {
-              w.append_rows("/t/held", std::span<const std::int64_t>(&i, 1), {});
-              ++ran;
-            },
-            8);
-      }
+      queue_rows(rec, "/t/held", 10, &ran);
       if (ctx.is_root() && rec.background()) {
         usleep(300 * 1000);  // the thread had time to run them, and did not
         EXPECT_EQ(ran.load(), 0);
@@ -204,11 +196,7 @@ TEST(Recorder, HeldJobsWaitForTheHoldAndSurviveAnAbort) {
   {
     Recorder rec(ctx, dir / "aborted.h5", meta, 4);
     Recorder::Hold hold(rec);
-    for (std::int64_t i = 0; i < 10; ++i) {
-      rec.write_async(
-          [i](RunWriter& w) { w.append_rows("/t/held", std::span<const std::int64_t>(&i, 1), {}); },
-          8);
-    }
+    queue_rows(rec, "/t/held", 10);
     rec.mark_aborted("test: ending while held");
   }
   MPI_Barrier(ctx.world());

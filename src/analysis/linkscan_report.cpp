@@ -84,18 +84,32 @@ void localise_rail(LinkscanRail& rail, const fabric::Thresholds& t) {
   rail.reasons = std::move(judged.reasons);
   rail.suspects = std::move(judged.suspects);
   rail.plan = fabric::plan_retests(rail.suspects, 2, rail.budget);
-  std::vector<fabric::PairResult> retests;
-  for (const NodePair& planned : rail.plan.pairs) {
-    fabric::PairResult r{planned, std::nan(""), std::nan("")};
-    for (const LinkscanPair& p : rail.pairs) {
-      if (p.pass == 2 && p.pair == planned) {
-        r = {p.pair, p.bw_median, p.lat_us};
-        break;
+  // The first result of each planned pair in `pass` (a pair planned twice shares it).
+  const auto results = [&](const std::vector<NodePair>& planned, int pass) {
+    std::vector<fabric::PairResult> out;
+    for (const NodePair& want : planned) {
+      fabric::PairResult r{want, std::nan(""), std::nan("")};
+      for (const LinkscanPair& p : rail.pairs) {
+        if (p.pass == pass && p.pair == want) {
+          r = {p.pair, p.bw_median, p.lat_us};
+          break;
+        }
       }
+      out.push_back(r);
     }
-    retests.push_back(r);
-  }
-  rail.localisation = fabric::localise(rail.suspects, rail.plan, retests, rail.reference, t);
+    return out;
+  };
+  const std::vector<fabric::PairResult> retests = results(rail.plan.pairs, 2);
+  rail.repeated = fabric::plan_repeats(rail.plan, retests, rail.reference, t, rail.budget);
+  std::vector<NodePair> again;
+  for (const std::size_t i : rail.repeated) again.push_back(rail.plan.pairs[i]);
+  // A run file from before the repeats has no pass 3: its retests stand as they were.
+  const bool repeats_recorded = std::any_of(rail.pairs.begin(), rail.pairs.end(),
+                                            [](const LinkscanPair& p) { return p.pass == 3; });
+  if (!repeats_recorded) rail.repeated.clear();
+  const std::vector<fabric::PairResult> folded =
+      fabric::with_repeats(retests, rail.repeated, results(again, 3), rail.reference, t);
+  rail.localisation = fabric::localise(rail.suspects, rail.plan, folded, rail.reference, t);
 }
 
 // The first-pass numbers of the pairs touching scan position `pos` (what made it a suspect).
@@ -250,10 +264,11 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   }
   std::sort(lf.rails.begin(), lf.rails.end(),
             [](const LinkscanRail& x, const LinkscanRail& y) { return x.rail < y.rail; });
-  std::size_t scanned_rails = 0, retested = 0, budget = 0;
+  std::size_t scanned_rails = 0, retested = 0, repeated = 0, budget = 0;
   for (const LinkscanRail& r : lf.rails) {
     scanned_rails += r.scanned > 0 ? 1 : 0;
-    retested += r.pairs.size() - r.scanned;
+    retested += r.pairs.size() - r.scanned - r.repeated.size();
+    repeated += r.repeated.size();
     budget += static_cast<std::size_t>(r.budget);
   }
   if (scanned_rails == 0) {
@@ -285,8 +300,9 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
           " round trips per pair" + (lf.concurrent ? "" : ", one pair at a time") + "; " +
           (lf.memory == "cuda" ? "GPU memory" : "host memory") +
           (lf.memory_note.empty() ? "" : " (" + lf.memory_note + ")") + "); " +
-          std::to_string(retested) + " retest pair(s) of a budget of " + std::to_string(budget) +
-          virtual_note));
+          std::to_string(retested) + " retest pair(s)" +
+          (repeated > 0 ? " and " + std::to_string(repeated) + " failed retest(s) run again" : "") +
+          " of a budget of " + std::to_string(budget) + virtual_note));
   std::vector<Finding> found;
   std::size_t acquitted = 0, known = 0;
   for (const LinkscanRail& r : lf.rails) {
@@ -391,8 +407,9 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
     os << "  " << rail << ": " << r.scanned << " pair(s) of " << r.nodes.size() << " nodes, best "
        << gbps(r.reference.best_bw_GBps) << ", worst " << gbps(worst) << "; latency "
        << usec(r.reference.best_lat_us) << " lowest, " << usec(median(lats)) << " median";
-    const std::size_t retests = r.pairs.size() - r.scanned;
+    const std::size_t retests = r.pairs.size() - r.scanned - r.repeated.size();
     if (retests > 0) os << "; " << retests << " retest pair(s)";
+    if (!r.repeated.empty()) os << ", " << r.repeated.size() << " run again";
     os << '\n';
     const std::size_t n = r.nodes.size();
     if (n <= 16 && (detail || n <= 8 || !r.suspects.nodes.empty() || !r.suspects.links.empty())) {
@@ -420,10 +437,13 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
     for (const std::string& line : linkscan_outcomes(r, facts)) os << "    " << line << '\n';
     if (detail) {
       for (const LinkscanPair& p : r.pairs) {
-        os << "    " << (p.pass == 1 ? "scan  " : "retest") << " round " << p.round << "  node "
-           << r.nodes[static_cast<std::size_t>(p.pair.a)] << " - node "
-           << r.nodes[static_cast<std::size_t>(p.pair.b)] << ": " << gbps(p.bw_median) << ", "
-           << usec(p.lat_us) << " (p99 " << usec(p.lat_p99_us) << ") over "
+        os << "    "
+           << (p.pass == 1   ? "scan  "
+               : p.pass == 2 ? "retest"
+                             : "again ")
+           << " round " << p.round << "  node " << r.nodes[static_cast<std::size_t>(p.pair.a)]
+           << " - node " << r.nodes[static_cast<std::size_t>(p.pair.b)] << ": " << gbps(p.bw_median)
+           << ", " << usec(p.lat_us) << " (p99 " << usec(p.lat_p99_us) << ") over "
            << (p.transport.empty() ? "?" : p.transport) << '\n';
       }
     }

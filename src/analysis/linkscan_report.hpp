@@ -32,11 +32,12 @@ struct LinkscanRail {
   std::string net_devices, skipped;
   std::vector<int> nodes, ranks;  // by scan position
   int budget = 0;
-  std::vector<LinkscanPair> pairs;  // the scan's, then the retests
+  std::vector<LinkscanPair> pairs;  // the scan's (pass 1), the retests (2), the repeats (3)
   std::size_t scanned = 0;          // pairs of the first pass
   fabric::Reference reference;
   fabric::Suspects suspects;
   fabric::RetestPlan plan;
+  std::vector<std::size_t> repeated;  // the plan's retests that failed and ran again
   fabric::Localisation localisation;
   std::vector<unsigned> reasons;  // per first-pass pair
 };

@@ -171,6 +171,29 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
   return plan;
 }
 
+std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const PairResult> retests,
+                                      const Reference& ref, const Thresholds& t, int budget) {
+  std::vector<std::size_t> out;
+  const long room = static_cast<long>(budget) - static_cast<long>(plan.pairs.size());
+  for (std::size_t i = 0; i < plan.pairs.size() && static_cast<long>(out.size()) < room; ++i) {
+    if (i >= retests.size() || suspect_reasons(retests[i], ref, t) != 0) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<PairResult> with_repeats(std::span<const PairResult> retests,
+                                     std::span<const std::size_t> repeated,
+                                     std::span<const PairResult> repeats, const Reference& ref,
+                                     const Thresholds& t) {
+  std::vector<PairResult> out(retests.begin(), retests.end());
+  for (std::size_t k = 0; k < repeated.size() && k < repeats.size(); ++k) {
+    if (repeated[k] < out.size() && suspect_reasons(repeats[k], ref, t) == 0) {
+      out[repeated[k]] = repeats[k];
+    }
+  }
+  return out;
+}
+
 Judged judge_pass(int node_count, std::span<const PairResult> pass, const Thresholds& t) {
   Judged j;
   j.reference = reference_of(pass);

@@ -10,6 +10,9 @@
 //     are suspect links. Every other node is a good partner;
 //  3. retest (bounded budget): each suspect node against `partners` different good partners;
 //     each suspect link again, and each of its ends against a good partner;
+//  3b. repeat: a retest that failed runs once more while the budget lasts, and counts as failed
+//     only when the repeat fails too (a time slice lost to the OS or a neighbour slows one
+//     transfer; a slow node or link is slow every time);
 //  4. convict: a node that fails with at least two different good partners; a link that fails
 //     again while both its ends pass with good partners (a suspect link's ends, or a suspect
 //     node the partners cleared and the good node at the other end of its slow pair). A suspect
@@ -83,6 +86,17 @@ struct RetestPlan {
 // `partners` good partners per suspect node (2 convict), then up to two of its suspect pairs
 // again when the budget allows; at most `budget` pairs in all.
 RetestPlan plan_retests(const Suspects& suspects, int partners, int budget);
+
+// Step 3b: the indices into plan.pairs of the retests that failed, in plan order, as many as
+// `budget` leaves after the retests themselves.
+std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const PairResult> retests,
+                                      const Reference& ref, const Thresholds& t, int budget);
+// The retests with the repeats folded in: `repeats[k]` is the run again of
+// `retests[repeated[k]]`; a repeat that passes replaces the failure, one that fails keeps it.
+std::vector<PairResult> with_repeats(std::span<const PairResult> retests,
+                                     std::span<const std::size_t> repeated,
+                                     std::span<const PairResult> repeats, const Reference& ref,
+                                     const Thresholds& t);
 
 enum class Outcome { kConvicted = 0, kAcquitted = 1, kUnresolved = 2 };
 const char* outcome_name(Outcome o);  // "convicted", "acquitted", "unresolved"

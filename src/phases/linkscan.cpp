@@ -55,6 +55,23 @@ struct Rail {
   }
 };
 
+fabric::PairResult result_of(const Measured& m) {
+  return {m.pair, median(m.bw_GBps), m.lat_us};
+}
+
+// The results of `planned` in its order (the rounds pack the pairs in another); a pair planned
+// twice takes its first measurement, as the report does.
+std::vector<fabric::PairResult> results_in_order(const std::vector<NodePair>& planned,
+                                                 const std::vector<Measured>& measured) {
+  std::vector<fabric::PairResult> out;
+  for (const NodePair& p : planned) {
+    const auto it = std::find_if(measured.begin(), measured.end(),
+                                 [&](const Measured& m) { return m.pair == p; });
+    out.push_back(it == measured.end() ? fabric::PairResult{p, kNaN, kNaN} : result_of(*it));
+  }
+  return out;
+}
+
 class LinkscanRun {
  public:
   LinkscanRun(PhaseEnv& env, fabric::Link& link, bool shared_cores)
@@ -114,13 +131,14 @@ class LinkscanRun {
     }
     // The last pair's idle ranks must not spin in the reduction below while it is measured.
     idle_barrier(ctx_.world());
-    combine(out, me, pass == 1);
+    combine(out, me, pass < 3);
     return out;
   }
 
-  // Each pair was measured on its initiator (the lower position). The first pass's numbers go to
-  // every rank (each plans the same retests from them); the retests' only to rank 0, which
-  // records them. Unmeasured entries are -1 (measured ones are positive), so MAX combines them.
+  // Each pair was measured on its initiator (the lower position). The scan's and the retests'
+  // numbers go to every rank (each plans the same retests and repeats from them); the repeats'
+  // only to rank 0, which records them. Unmeasured entries are -1 (measured ones are positive),
+  // so MAX combines them.
   void combine(std::vector<Measured>& pairs, int me, bool everyone) {
     const std::size_t per = static_cast<std::size_t>(cfg_.reps) + 2;
     std::vector<double> v(pairs.size() * per, -1.0);
@@ -340,8 +358,8 @@ void run_linkscan(PhaseEnv& env) {
     const int position = rail.position_of(ctx.rank());
     if (position >= 0) options.net_devices = rail.devices[static_cast<std::size_t>(position)];
   }
-  refuse_unreachable_steps(env, "linkscan", 2 * static_cast<long>(rails.size()),
-                           "two per rail: the scan, then the retests");
+  refuse_unreachable_steps(env, "linkscan", 3 * static_cast<long>(rails.size()),
+                           "three per rail: the scan, the retests, the failed retests again");
   env.watchdog.step("linkscan: start " + cfg.transport);
   std::unique_ptr<fabric::Link> link = cfg.transport == "ucx"
                                            ? fabric::make_ucx_link(ctx.world(), options)
@@ -376,7 +394,7 @@ void run_linkscan(PhaseEnv& env) {
                      : std::string("auto: the MPI transport sends host memory"));
     });
   });
-  Progress progress("linkscan", 2 * static_cast<long>(rails.size()), env.progress);
+  Progress progress("linkscan", 3 * static_cast<long>(rails.size()), env.progress);
   LinkscanRun scan(env, *link, shared != 0);
   const fabric::Thresholds thresholds{cfg.bw_fraction, cfg.lat_factor};
   int step_number = 0;
@@ -386,7 +404,7 @@ void run_linkscan(PhaseEnv& env) {
     const std::string name = "linkscan rail " + std::to_string(rail.index);
     if (n < 2) {
       // The step numbers stay the same on every rail, scanned or not.
-      step_number += 2;
+      step_number += 3;
       scan.record(rail, {}, budget,
                   n == 1 ? "one node has a rank on this rail: no pair to test" : "no node");
       continue;
@@ -395,15 +413,24 @@ void run_linkscan(PhaseEnv& env) {
     std::vector<Measured> pairs = scan.run(rail, rounds, 1, progress, ++step_number, name);
     // Every rank plans the same retests from the same numbers.
     std::vector<fabric::PairResult> first;
-    for (const Measured& m : pairs) {
-      first.push_back({m.pair, median(m.bw_GBps), m.lat_us});
-    }
-    const fabric::Suspects suspects = fabric::judge_pass(n, first, thresholds).suspects;
-    const fabric::RetestPlan plan = fabric::plan_retests(suspects, 2, budget);
+    for (const Measured& m : pairs) first.push_back(result_of(m));
+    const fabric::Judged judged = fabric::judge_pass(n, first, thresholds);
+    const fabric::RetestPlan plan = fabric::plan_retests(judged.suspects, 2, budget);
     std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2, progress,
                                              ++step_number, name + " retests");
-    pairs.insert(pairs.end(), std::make_move_iterator(retests.begin()),
-                 std::make_move_iterator(retests.end()));
+    // pack_rounds keeps the plan's order within its rounds: match the results by pair.
+    const std::vector<fabric::PairResult> second = results_in_order(plan.pairs, retests);
+    std::vector<NodePair> again;
+    for (const std::size_t i :
+         fabric::plan_repeats(plan, second, judged.reference, thresholds, budget)) {
+      again.push_back(plan.pairs[i]);
+    }
+    std::vector<Measured> repeats =
+        scan.run(rail, fabric::pack_rounds(again), 3, progress, ++step_number, name + " repeats");
+    for (std::vector<Measured>* more : {&retests, &repeats}) {
+      pairs.insert(pairs.end(), std::make_move_iterator(more->begin()),
+                   std::make_move_iterator(more->end()));
+    }
     env.watchdog.step(name + ": record");
     scan.record(rail, pairs, budget, "");
   }

@@ -603,7 +603,9 @@ inline constexpr Dataset<std::int64_t> kPairs{
      "each tested pair (a, b), a < b, scan positions; a initiates and times", false}};
 inline constexpr Dataset<std::int64_t> kPass{
     {kLinkscanRailTemplate, "pass", Elem::kInt64, "P", "",
-     "1: the scan; 2: a retest of a suspect against good partners", false}};
+     "1: the scan; 2: a retest of a suspect (against good partners, or its slow pair again); 3: a "
+     "failed retest run once more (it counts only when it fails again)",
+     false}};
 inline constexpr Dataset<std::int64_t> kRound{
     {kLinkscanRailTemplate, "round", Elem::kInt64, "P", "",
      "the round it ran in (pairs of a round run at the same time)", false}};

@@ -3,8 +3,8 @@
 # nodes on one host: their links are shared memory, or loopback TCP with UCX_TLS=tcp), not a
 # multi-node cluster. Every pair tested once per all_pairs pass, datasets against
 # scripts/schema.json, transports recorded; a slowed node is convicted and no other; a slowed
-# link is convicted and no node; MPI as the transport; bad keys and faults are exit 2 naming
-# them; one node says there is no pair to test.
+# link is convicted and no node, its failed retest run again; MPI as the transport; bad keys
+# and faults are exit 2 naming them; one node says there is no pair to test.
 source "$(dirname "$0")/lib.sh"
 # Shared cores: a descheduled rank halves a pair's figure, so the pass marks are loosened here.
 small=(--phases linkscan --set linkscan.bytes=256KiB --set linkscan.window=8
@@ -78,6 +78,9 @@ expect_in "$TMP/stdout" "\[(WARN|FAIL)\] linkscan.links: the link between node 0
 if grep -E "is slow with every partner|^    node [0-9]+ \(host [^)]*\): convicted" "$TMP/detail"; then
   fail "a node was convicted for a slow link"
 fi
+# The slowed pair fails its retest, so it runs once more (pass 3) and fails again.
+expect_in "$TMP/detail" "^    again  round [0-9]+  node 0 - node 1: " "the failed retest run again"
+expect_in "$TMP/stdout" "linkscan.coverage: .* retest pair\(s\) and [0-9]+ failed retest\(s\) run again of a budget of 24" "repeats counted"
 
 # 6 nodes over loopback TCP (UCX_TLS): the transport recorded is tcp; random rounds, seeded;
 # both directions at once.

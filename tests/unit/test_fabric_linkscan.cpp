@@ -260,6 +260,74 @@ TEST(Localise, ASlowLinkPlusATransientLooksLikeANodeUntilRetested) {
   EXPECT_EQ(l.links[0].outcome, Outcome::kConvicted);
 }
 
+TEST(Localise, AFailedRetestCountsOnlyWhenItsRepeatFailsToo) {
+  // CI's case: link 0-1 slow, 0-5 slow once in the scan and 0-3 once in the retests (a time
+  // slice lost on shared cores). Without the repeats node 0 stays unresolved (slow with one
+  // good partner of two); with them 0-3 passes, node 0 is cleared and the link convicted.
+  const int n = 6;
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(n)) {
+    for (const NodePair& p : round) {
+      const bool slow = p == NodePair{0, 1} || p == NodePair{0, 5};
+      pass.push_back({p, slow ? 1.0 : 13.0, 0.7});
+    }
+  }
+  const Thresholds t{0.25, 20};
+  const Judged judged = judge_pass(n, pass, t);
+  const Suspects& s = judged.suspects;
+  ASSERT_EQ(s.nodes, std::vector<int>{0});
+  const RetestPlan plan = plan_retests(s, 2, 4 * n);
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs) {
+    const bool slow = p == NodePair{0, 1} || p == NodePair{0, 3};
+    retests.push_back({p, slow ? 1.0 : 13.0, 0.7});
+  }
+  const auto node0 = [](const Localisation& l) {
+    return l.nodes.size() == 1 ? l.nodes[0].outcome : Outcome::kUnresolved;
+  };
+  ASSERT_EQ(node0(localise(s, plan, retests, judged.reference, t)), Outcome::kUnresolved)
+      << "the retest plan changed: this case no longer reproduces the CI failure";
+  const std::vector<std::size_t> again = plan_repeats(plan, retests, judged.reference, t, 4 * n);
+  std::vector<NodePair> again_pairs;
+  std::vector<PairResult> repeats;
+  for (const std::size_t i : again) {
+    again_pairs.push_back(plan.pairs[i]);
+    repeats.push_back({plan.pairs[i], plan.pairs[i] == NodePair{0, 1} ? 1.0 : 12.5, 0.7});
+  }
+  EXPECT_EQ(again_pairs, (std::vector<NodePair>{NodePair{0, 3}, NodePair{0, 1}}))
+      << "every failed retest, in plan order (partners first)";
+  const Localisation l = localise(
+      s, plan, with_repeats(retests, again, repeats, judged.reference, t), judged.reference, t);
+  EXPECT_EQ(node0(l), Outcome::kAcquitted) << (l.nodes.empty() ? "" : l.nodes[0].why);
+  EXPECT_EQ(convicted_links(l), (std::vector<NodePair>{NodePair{0, 1}}));
+  // Still slow on the repeat: the failure stands, the node stays unresolved.
+  std::vector<PairResult> still = repeats;
+  for (PairResult& r : still) r.bw_GBps = 1.0;
+  EXPECT_EQ(node0(localise(s, plan, with_repeats(retests, again, still, judged.reference, t),
+                           judged.reference, t)),
+            Outcome::kUnresolved);
+}
+
+TEST(Localise, RepeatsTakeOnlyWhatTheBudgetLeaves) {
+  Suspects s;
+  s.nodes = {0};
+  s.good = {1, 2, 3};
+  s.failing = {{0, 1}, {0, 2}};
+  const RetestPlan plan = plan_retests(s, 2, 100);
+  const std::size_t planned = plan.pairs.size();
+  ASSERT_GE(planned, 2u);
+  const std::vector<PairResult> failed(planned, PairResult{{0, 1}, 1.0, 2.0});
+  const Reference ref{10, 2};
+  EXPECT_EQ(plan_repeats(plan, failed, ref, Thresholds{}, 100).size(), planned);
+  EXPECT_EQ(plan_repeats(plan, failed, ref, Thresholds{}, static_cast<int>(planned) + 1),
+            std::vector<std::size_t>{0});
+  EXPECT_TRUE(plan_repeats(plan, failed, ref, Thresholds{}, static_cast<int>(planned)).empty());
+  // Nothing failed: nothing to repeat; a missing result counts as failed.
+  const std::vector<PairResult> passed(planned, PairResult{{0, 1}, 10.0, 2.0});
+  EXPECT_TRUE(plan_repeats(plan, passed, ref, Thresholds{}, 100).empty());
+  EXPECT_EQ(plan_repeats(plan, {}, ref, Thresholds{}, 100).size(), planned);
+}
+
 TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {
   // 4 nodes: node 2 slow with everyone, and 1-3 slow once by chance. Only node 0 is good, so
   // node 2's second partner is an end of the suspect link, trusted once its own retests pass.

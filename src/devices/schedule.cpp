@@ -53,4 +53,22 @@ const PairCopy* copy_of(const PairStep& step, int local) {
   return it == step.copies.end() ? nullptr : &*it;
 }
 
+std::vector<double> estimate_steps(const StepModel& m) {
+  const double runs = m.warmup + m.trials;
+  const double g = std::max(m.devices, 1);
+  std::vector<double> out;
+  for (const double run : m.test_run_s) {
+    const double alone = g * runs * (run + m.per_trial_s);
+    const double together = runs * (run * (m.shared ? g : 1.0) + m.per_trial_s);
+    out.push_back(alone + together);
+  }
+  std::vector<double> pairs(kPairModes, 0.0);
+  for (const PairStep& step : pair_schedule(m.devices, m.pairs)) {
+    const double load = m.shared ? static_cast<double>(step.copies.size()) : 1.0;
+    pairs[static_cast<std::size_t>(step.mode)] += runs * (m.pair_copy_s * load + m.per_trial_s);
+  }
+  out.insert(out.end(), pairs.begin(), pairs.end());
+  return out;
+}
+
 }  // namespace shakedown::devices

@@ -33,4 +33,22 @@ std::vector<PairStep> pair_schedule(int devices, const std::string& pairs);
 // The copy `local` issues in `step`, or nullptr when it only waits.
 const PairCopy* copy_of(const PairStep& step, int local);
 
+// How long each step of the phase should take, for the ETA under --progress: a model, fed with
+// one run of each memory test and one pair copy alone as the phase probed them (NaN: not known;
+// the ETA then counts steps). The memory tests run warmup + trials times per device in turn,
+// then at once; each pair step's copies run at once. `shared`: the node's devices share one
+// memory (the CPU path), so runs and copies at once divide its bandwidth; GPUs each have their
+// own. `per_trial_s`: the node barrier that starts each trial. One entry per memory test, then
+// one per pair mode, in the phase's order.
+struct StepModel {
+  std::vector<double> test_run_s;  // per memory test, one run alone
+  double pair_copy_s = 0;          // one pair copy alone
+  int devices = 1;                 // in the node (its ranks)
+  std::string pairs = "all";       // devices.pairs
+  int warmup = 0, trials = 1;      // devices.warmup, devices.trials
+  bool shared = false;             // one memory for the node's devices
+  double per_trial_s = 1e-4;       // a trial's barrier
+};
+std::vector<double> estimate_steps(const StepModel& model);
+
 }  // namespace shakedown::devices

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "core/error.hpp"
@@ -51,6 +52,59 @@ class DevicesRun {
       t *= factor;
     }
     return t;
+  }
+
+  // Wall seconds of `fn` (a trial's own figure may count one copy of several it makes).
+  template <class Fn>
+  static double wall_s(Fn fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The ETA under --progress, on rank 0 only: one run of each memory test (the second of two:
+  // the first pays for first touches and loading kernels) feeds devices::estimate_steps; the
+  // pair copy is probed once the pair buffers are open (pairs()). On the CPU path a first
+  // guess of the copy is the host copy's rate (memcpy reads and writes each byte).
+  void plan_progress(Progress& progress) {
+    if (!ctx_.is_root() || !env_.progress) return;
+    devices::StepModel model;
+    for (std::size_t t = 0; t < device_.tests().size(); ++t) {
+      device_.run(t);
+      model.test_run_s.push_back(wall_s([&] { device_.run(t); }));
+    }
+    model.devices = ctx_.local_size();
+    model.pairs = cfg_.pairs;
+    model.warmup = cfg_.warmup;
+    model.trials = cfg_.trials;
+    model.shared = device_.kind() == "cpu";
+    model.pair_copy_s = kNaN;
+    if (model.shared && !model.test_run_s.empty() && model.test_run_s[0] > 0) {
+      const double rate = device_.tests()[0].bytes / model.test_run_s[0];
+      model.pair_copy_s = 2 * device_.pair_bytes() / rate;
+    }
+    progress.plan(devices::estimate_steps(model));
+    model_ = std::move(model);
+    memory_start_ = std::chrono::steady_clock::now();
+  }
+
+  // Once the memory tests are over: the wait at each trial's barrier, fitted to how long they
+  // took (the model is linear in it; on shared cores it is milliseconds, not the default 0.1),
+  // and the pair copy as probed; the pair steps are planned with both.
+  void replan_pairs(Progress& progress, double pair_copy_s) {
+    const auto tests = static_cast<std::ptrdiff_t>(model_->test_run_s.size());
+    const auto memory_s = [&](double per_trial_s) {
+      devices::StepModel m = *model_;
+      m.per_trial_s = per_trial_s;
+      const std::vector<double> steps = devices::estimate_steps(m);
+      return std::accumulate(steps.begin(), steps.begin() + tests, 0.0);
+    };
+    const double work = memory_s(0), trials = memory_s(1) - work;
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - memory_start_).count();
+    if (trials > 0 && took > work) model_->per_trial_s = (took - work) / trials;
+    if (std::isfinite(pair_copy_s)) model_->pair_copy_s = pair_copy_s;
+    progress.plan(devices::estimate_steps(*model_));
   }
 
   double my_factor() const { return slow_ ? slow_->factor : 1.0; }
@@ -187,6 +241,15 @@ class DevicesRun {
       return mine[static_cast<std::size_t>((static_cast<int>(m) * trials + trial) * g_max + src)];
     };
     const double bytes = device_.pair_bytes();
+    const auto probe = static_cast<std::size_t>(local == 0 ? 1 : 0);
+    if (model_) {
+      double copy_s = kNaN;
+      if (!schedule.empty() && probe < refused.size() && refused[probe].empty()) {
+        device_.copy_from(static_cast<int>(probe));
+        copy_s = wall_s([&] { device_.copy_from(static_cast<int>(probe)); });
+      }
+      replan_pairs(progress, copy_s);
+    }
     for (int m = 0; m < devices::kPairModes; ++m) {
       const auto mode = static_cast<PairMode>(m);
       long steps_in_mode = 0;
@@ -303,6 +366,8 @@ class DevicesRun {
   const DevicesConfig& cfg_;
   Device& device_;
   std::optional<FaultSpec> slow_;
+  std::optional<devices::StepModel> model_;  // rank 0 under --progress: the ETA's model
+  std::chrono::steady_clock::time_point memory_start_;
 };
 
 }  // namespace
@@ -347,6 +412,7 @@ void run_devices(PhaseEnv& env) {
   Progress progress("devices", steps, env.progress);
   DevicesRun run(env, *device);
   int step_number = 0;
+  run.plan_progress(progress);
   run.memory(progress, step_number);
   run.device_facts();
   run.pairs(progress, step_number);

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "runtime/clock.hpp"
 
@@ -30,6 +32,25 @@ std::string Progress::format_eta(double seconds) {
   return std::to_string(s / 3600) + " h " + std::to_string(s / 60 % 60) + " min";
 }
 
+void Progress::plan(std::vector<double> step_s) {
+  plan_s_ = std::move(step_s);
+}
+
+double Progress::estimate_left(long done, double elapsed_s) const {
+  const bool planned = static_cast<long>(plan_s_.size()) == total_ &&
+                       std::all_of(plan_s_.begin(), plan_s_.end(),
+                                   [](double s) { return std::isfinite(s) && s >= 0; });
+  if (!planned) {
+    return done > 0 ? elapsed_s / static_cast<double>(done) * static_cast<double>(total_ - done)
+                    : std::nan("");
+  }
+  const auto split = plan_s_.begin() + std::clamp(done, 0L, total_);
+  const double planned_done = std::accumulate(plan_s_.begin(), split, 0.0);
+  const double planned_left = std::accumulate(split, plan_s_.end(), 0.0);
+  const double scale = done > 0 && planned_done > 0 ? elapsed_s / planned_done : 1.0;
+  return planned_left * scale;
+}
+
 void Progress::update(long done, const std::string& what) {
   if (!enabled_) return;
   const double now = now_us();
@@ -37,9 +58,7 @@ void Progress::update(long done, const std::string& what) {
   last_draw_us_ = now;
   drawn_ = true;
   const double elapsed_s = (now - start_us_) * 1e-6;
-  const double eta =
-      done > 0 ? elapsed_s / static_cast<double>(done) * static_cast<double>(total_ - done)
-               : std::nan("");
+  const double eta = estimate_left(done, elapsed_s);
   // On a terminal the line is redrawn in place; elsewhere (--progress under mpirun, a log) each
   // update is a line of its own, so a message printed after it never shares its line.
   const bool tty = terminal();

@@ -5,13 +5,16 @@
 # ordered pair measured once per mode; a slowed rank is named by devices.memory and as the device
 # of every slow pair (devices.pairs), and no other rank; pairs ring/none; one rank per node says
 # the pair matrix was not measured; bad keys and a GPU asked for on a machine without one are
-# exit 2 naming the key; nodes of 2 and 1 ranks (pretend hosts) finish.
+# exit 2 naming the key; nodes of 2 and 1 ranks (pretend hosts) finish; --progress says the
+# phase's estimate before it starts.
 source "$(dirname "$0")/lib.sh"
 small=(--phases devices --set devices.host_bytes=16MiB --set devices.copy_bytes=4MiB)
 
-"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --out "$TMP/a.h5" \
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --progress --out "$TMP/a.h5" \
   >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 0 $? "4 ranks as 2 virtual nodes"
+# --progress gives the phase's estimate before its first step (probed, not "?").
+expect_in "$TMP/stderr" "^devices 0/5 \(0%\) copy, ETA [0-9]+ (s|min)" "estimate under --progress"
 expect_in "$TMP/stdout" "^devices \(cpu: copy, triad over 16 MiB buffers, copies of 4 MiB; 5 trials; pairs all\)" "block title"
 expect_in "$TMP/stdout" "per device alone, GB/s: copy [0-9.e+]+ \(slowest [0-9.e+]+\), triad [0-9.e+]+ \(slowest [0-9.e+]+\); per node all at once" "memory line"
 expect_in "$TMP/stdout" "pairs on 2 node\(s\), GB/s: unidirectional [0-9.e+]+ \.\. [0-9.e+]+, bidirectional" "pairs line"

@@ -166,5 +166,47 @@ TEST(PcieLink, TheNicsPciFunctionFromSysfs) {
   EXPECT_EQ(nic_pci_bus_id(r, "../net/eth0"), "") << "a name, not a path";
 }
 
+TEST(StepModel, MemoryTestsInTurnThenTogetherAndPairStepsAtOnce) {
+  StepModel m;
+  m.test_run_s = {1.0, 2.0};
+  m.pair_copy_s = 0.5;
+  m.devices = 2;
+  m.warmup = 1;
+  m.trials = 1;
+  m.per_trial_s = 0;
+  // Per test: 2 devices in turn x 2 runs, then 2 runs at once; pairs of 2 devices: 2 ordered
+  // pairs alone, 1 pair both ways, 1 shift of everyone at once.
+  EXPECT_EQ(estimate_steps(m), (std::vector<double>{6.0, 12.0, 2.0, 1.0, 1.0}));
+  // One shared memory (the CPU path): what runs at once divides it.
+  m.shared = true;
+  EXPECT_EQ(estimate_steps(m), (std::vector<double>{8.0, 16.0, 2.0, 2.0, 2.0}));
+  // No pairs: the pair steps take nothing; the barrier is counted per trial.
+  m.pairs = "none";
+  m.per_trial_s = 0.25;
+  EXPECT_EQ(estimate_steps(m), (std::vector<double>{9.5, 17.5, 0.0, 0.0, 0.0}));
+}
+
+TEST(StepModel, DefaultSettingsFitAMinuteOnAnEightGpuNode) {
+  // The defaults (devices.bytes 1 GiB, copy_bytes 64 MiB, warmup 1, trials 5, pairs all) on 8
+  // GPUs at the h200-sxm platform's minimums (memory 3,900 GB/s, host 48 GB/s, pair 335 GB/s),
+  // copies of 16 x 64 MiB per trial, and a pessimistic 2 ms barrier per trial: a model of the
+  // phase (it has not run on GPUs), held to the 60 s.
+  const double gib = 1024.0 * 1024 * 1024, copy = 16 * 64.0 * 1024 * 1024;
+  StepModel m;
+  m.test_run_s = {2 * gib / 3900e9, 3 * gib / 3900e9, 2 * gib / 3900e9, copy / 48e9,
+                  copy / 48e9,      2 * copy / 48e9,  2 * copy / 48e9};
+  m.pair_copy_s = copy / 335e9;
+  m.devices = 8;
+  m.warmup = 1;
+  m.trials = 5;
+  m.per_trial_s = 2e-3;
+  const std::vector<double> steps = estimate_steps(m);
+  ASSERT_EQ(steps.size(), 7u + kPairModes);
+  double total = 0;
+  for (double s : steps) total += s;
+  EXPECT_LT(total, 60.0);
+  EXPECT_GT(total, 5.0) << "the model lost a term: 56 ordered pairs alone take seconds";
+}
+
 }  // namespace
 }  // namespace shakedown::devices

@@ -44,6 +44,24 @@ TEST(Clock, EmptyIsAnError) {
 
 #include "runtime/progress.hpp"
 
+TEST(Progress, APlannedPhaseWeighsTheStepsLeftByTheirEstimates) {
+  Progress p("devices", 3, /*enabled=*/false);
+  // No plan: steps counted, nothing known before the first.
+  EXPECT_TRUE(std::isnan(p.estimate_left(0, 0.0)));
+  EXPECT_DOUBLE_EQ(p.estimate_left(1, 2.0), 4.0);
+  p.plan({1.0, 2.0, 3.0});
+  EXPECT_DOUBLE_EQ(p.estimate_left(0, 0.5), 6.0);  // the estimate as it stands
+  // Step 1 took 2 s against its 1 s: the steps left (5 s planned) are taken at that pace.
+  EXPECT_DOUBLE_EQ(p.estimate_left(1, 2.0), 10.0);
+  EXPECT_DOUBLE_EQ(p.estimate_left(2, 1.5), 1.5);
+  EXPECT_DOUBLE_EQ(p.estimate_left(3, 9.0), 0.0);
+  // A step not estimated, or a plan of another length: counted again.
+  p.plan({1.0, std::nan(""), 3.0});
+  EXPECT_DOUBLE_EQ(p.estimate_left(1, 2.0), 4.0);
+  p.plan({1.0, 2.0});
+  EXPECT_DOUBLE_EQ(p.estimate_left(1, 2.0), 4.0);
+}
+
 TEST(Progress, EtaReadsLikeAPerson) {
   EXPECT_EQ(Progress::format_eta(12.4), "12 s");
   EXPECT_EQ(Progress::format_eta(185), "3 min 5 s");

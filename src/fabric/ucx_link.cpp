@@ -4,6 +4,8 @@
 // exchanged over MPI, one endpoint per peer, tag send/receive, flush-close.
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,12 @@
 #endif
 
 namespace shakedown::fabric {
+
+// UCX 1.14 added the transports an endpoint uses to ucp_ep_query; older headers (Debian 12's
+// 1.13) leave only ucp_ep_print_info's text to parse.
+#if UCP_API_VERSION >= UCP_VERSION(1, 14)
+#define SHAKEDOWN_UCP_EP_TRANSPORTS 1
+#endif
 
 namespace {
 
@@ -53,6 +61,9 @@ struct UcxApi {
   decltype(&ucp_request_check_status) request_check_status = nullptr;
   decltype(&ucp_request_free) request_free = nullptr;
   decltype(&ucs_status_string) status_string = nullptr;
+#ifdef SHAKEDOWN_UCP_EP_TRANSPORTS
+  decltype(&ucp_ep_query) ep_query = nullptr;  // optional: ucp_ep_print_info stands in
+#endif
   std::string missing;  // the first symbol not found, "" when all were
 
   template <class Fn>
@@ -81,6 +92,9 @@ struct UcxApi {
     find(request_check_status, "ucp_request_check_status");
     find(request_free, "ucp_request_free");
     find(status_string, "ucs_status_string");
+#ifdef SHAKEDOWN_UCP_EP_TRANSPORTS
+    ep_query = lib.function<decltype(ep_query)>("ucp_ep_query");
+#endif
   }
 };
 
@@ -290,6 +304,9 @@ class UcxLink final : public Link {
   std::string transport_to(int peer) override {
     const auto it = endpoints_.find(peer);
     if (it == endpoints_.end()) return "";
+#ifdef SHAKEDOWN_UCP_EP_TRANSPORTS
+    if (std::string queried = queried_transports(it->second); !queried.empty()) return queried;
+#endif
     char* text = nullptr;
     std::size_t size = 0;
     FILE* f = open_memstream(&text, &size);
@@ -363,6 +380,30 @@ class UcxLink final : public Link {
   }
 
  private:
+#ifdef SHAKEDOWN_UCP_EP_TRANSPORTS
+  // UCX 1.14+: the endpoint's transports and devices as ucp_ep_query lists them, in the form the
+  // text gives ("rc_mlx5/mlx5_0:1,posix/memory"); "" when the library cannot say (a library
+  // older than the headers ignores the field and leaves the entries empty).
+  std::string queried_transports(ucp_ep_h ep) const {
+    if (api_.ep_query == nullptr) return "";
+    std::array<ucp_transport_entry_t, 32> entries{};
+    ucp_ep_attr_t attr{};
+    attr.field_mask = UCP_EP_ATTR_FIELD_TRANSPORTS;
+    attr.transports.entries = entries.data();
+    attr.transports.num_entries = static_cast<unsigned>(entries.size());
+    attr.transports.entry_size = sizeof(ucp_transport_entry_t);
+    if (api_.ep_query(ep, &attr) != UCS_OK) return "";
+    std::vector<std::string> seen;
+    for (unsigned i = 0; i < attr.transports.num_entries && i < entries.size(); ++i) {
+      const ucp_transport_entry_t& e = entries[i];
+      if (e.transport_name == nullptr || e.device_name == nullptr) continue;
+      const std::string name = std::string(e.transport_name) + "/" + e.device_name;
+      if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
+    }
+    return join(seen, ",");
+  }
+#endif
+
   // "lane[0]:  2:posix/memory.0 md[1] -> ..." -> "posix/memory", each transport/device once.
   static std::string lanes(const std::string& info) {
     static const std::regex lane(R"(lane\[\d+\]:\s*\d+:([^\s/]+/\S+?)\.\d+\s+md)");

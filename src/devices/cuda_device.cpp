@@ -374,6 +374,7 @@ class CudaDevice final : public Device {
     (void)cudaDeviceSynchronize();
   }
   double pair_bytes() const override { return static_cast<double>(copy_bytes_); }
+  int copies_per_trial() const override { return kCopiesPerTrial; }
 
  private:
   void h2d(cudaStream_t s) {

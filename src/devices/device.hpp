@@ -57,6 +57,8 @@ class Device {
   // Collective over the node again: closes what open_peers opened.
   virtual void close_peers() = 0;
   virtual double pair_bytes() const = 0;
+  // Copies one pair trial makes back to back (its figure is per copy): for the ETA's guess.
+  virtual int copies_per_trial() const { return 1; }
 };
 
 // The CPU path: arrays of `array_bytes` each on this rank's NUMA node (first touch by its own

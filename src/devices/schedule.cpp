@@ -58,7 +58,7 @@ std::vector<double> estimate_steps(const StepModel& m) {
   const double g = std::max(m.devices, 1);
   std::vector<double> out;
   for (const double run : m.test_run_s) {
-    const double alone = g * runs * (run + m.per_trial_s);
+    const double alone = g * (runs * run + m.per_trial_s);  // a barrier per turn
     const double together = runs * (run * (m.shared ? g : 1.0) + m.per_trial_s);
     out.push_back(alone + together);
   }

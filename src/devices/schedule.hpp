@@ -35,11 +35,11 @@ const PairCopy* copy_of(const PairStep& step, int local);
 
 // How long each step of the phase should take, for the ETA under --progress: a model, fed with
 // one run of each memory test and one pair copy alone as the phase probed them (NaN: not known;
-// the ETA then counts steps). The memory tests run warmup + trials times per device in turn,
-// then at once; each pair step's copies run at once. `shared`: the node's devices share one
-// memory (the CPU path), so runs and copies at once divide its bandwidth; GPUs each have their
-// own. `per_trial_s`: the node barrier that starts each trial. One entry per memory test, then
-// one per pair mode, in the phase's order.
+// the ETA then counts steps). The memory tests run warmup + trials times per device in turn
+// (a node barrier per turn), then at once (a barrier per run); each pair step's copies run at
+// once (a barrier per run). `shared`: the node's devices share one memory (the CPU path), so
+// runs and copies at once divide its bandwidth; GPUs each have their own. `per_trial_s`: one
+// node barrier. One entry per memory test, then one per pair mode, in the phase's order.
 struct StepModel {
   std::vector<double> test_run_s;  // per memory test, one run alone
   double pair_copy_s = 0;          // one pair copy alone

@@ -176,7 +176,11 @@ std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const Pa
   std::vector<std::size_t> out;
   const long room = static_cast<long>(budget) - static_cast<long>(plan.pairs.size());
   for (std::size_t i = 0; i < plan.pairs.size() && static_cast<long>(out.size()) < room; ++i) {
-    if (i >= retests.size() || suspect_reasons(retests[i], ref, t) != 0) out.push_back(i);
+    if (i < retests.size() && suspect_reasons(retests[i], ref, t) == 0) continue;
+    // A pair planned twice shares one measurement: it runs again once.
+    const bool twice = std::any_of(out.begin(), out.end(),
+                                   [&](std::size_t k) { return plan.pairs[k] == plan.pairs[i]; });
+    if (!twice) out.push_back(i);
   }
   return out;
 }
@@ -187,8 +191,11 @@ std::vector<PairResult> with_repeats(std::span<const PairResult> retests,
                                      const Thresholds& t) {
   std::vector<PairResult> out(retests.begin(), retests.end());
   for (std::size_t k = 0; k < repeated.size() && k < repeats.size(); ++k) {
-    if (repeated[k] < out.size() && suspect_reasons(repeats[k], ref, t) == 0) {
-      out[repeated[k]] = repeats[k];
+    if (repeated[k] >= out.size() || suspect_reasons(repeats[k], ref, t) != 0) continue;
+    // Every retest of that pair (planned twice, it was measured once).
+    const NodePair pair = retests[repeated[k]].pair;
+    for (PairResult& r : out) {
+      if (r.pair == pair) r = repeats[k];
     }
   }
   return out;

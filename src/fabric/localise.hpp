@@ -88,11 +88,12 @@ struct RetestPlan {
 RetestPlan plan_retests(const Suspects& suspects, int partners, int budget);
 
 // Step 3b: the indices into plan.pairs of the retests that failed, in plan order, as many as
-// `budget` leaves after the retests themselves.
+// `budget` leaves after the retests themselves; a pair planned twice (one measurement) once.
 std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const PairResult> retests,
                                       const Reference& ref, const Thresholds& t, int budget);
 // The retests with the repeats folded in: `repeats[k]` is the run again of
-// `retests[repeated[k]]`; a repeat that passes replaces the failure, one that fails keeps it.
+// `retests[repeated[k]]`; a repeat that passes replaces the failure (at every retest of that
+// pair), one that fails keeps it.
 std::vector<PairResult> with_repeats(std::span<const PairResult> retests,
                                      std::span<const std::size_t> repeated,
                                      std::span<const PairResult> repeats, const Reference& ref,

@@ -62,35 +62,38 @@ class DevicesRun {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  // The ETA under --progress, on rank 0 only: one run of each memory test (the second of two:
-  // the first pays for first touches and loading kernels) feeds devices::estimate_steps; the
-  // pair copy is probed once the pair buffers are open (pairs()). On the CPU path a first
-  // guess of the copy is the host copy's rate (memcpy reads and writes each byte).
-  void plan_progress(Progress& progress) {
-    if (!ctx_.is_root() || !env_.progress) return;
+  // The ETA under --progress, on rank 0 only, before the phase's Progress starts: one run of
+  // each memory test (the second of two: the first pays for first touches and loading kernels)
+  // feeds devices::estimate_steps; the pair copy's first guess is the memory copy's rate (a
+  // copy reads and writes each byte), replaced by a probe once the pair buffers are open
+  // (replan_pairs). Empty when there is no progress line.
+  std::vector<double> plan_progress() {
+    if (!ctx_.is_root() || !env_.progress) return {};
     devices::StepModel model;
     for (std::size_t t = 0; t < device_.tests().size(); ++t) {
       device_.run(t);
       model.test_run_s.push_back(wall_s([&] { device_.run(t); }));
     }
-    model.devices = ctx_.local_size();
+    // The world's gathers make every node wait for the one with the most ranks.
+    const auto& locals = ctx_.layout().local_rank_of_rank;
+    model.devices = locals.empty() ? 1 : *std::max_element(locals.begin(), locals.end()) + 1;
     model.pairs = cfg_.pairs;
     model.warmup = cfg_.warmup;
     model.trials = cfg_.trials;
     model.shared = device_.kind() == "cpu";
     model.pair_copy_s = kNaN;
-    if (model.shared && !model.test_run_s.empty() && model.test_run_s[0] > 0) {
+    if (!model.test_run_s.empty() && model.test_run_s[0] > 0) {
       const double rate = device_.tests()[0].bytes / model.test_run_s[0];
-      model.pair_copy_s = 2 * device_.pair_bytes() / rate;
+      model.pair_copy_s = device_.copies_per_trial() * 2 * device_.pair_bytes() / rate;
     }
-    progress.plan(devices::estimate_steps(model));
+    std::vector<double> plan = devices::estimate_steps(model);
     model_ = std::move(model);
-    memory_start_ = std::chrono::steady_clock::now();
+    return plan;
   }
 
-  // Once the memory tests are over: the wait at each trial's barrier, fitted to how long they
-  // took (the model is linear in it; on shared cores it is milliseconds, not the default 0.1),
-  // and the pair copy as probed; the pair steps are planned with both.
+  // Once the memory tests are over: the wait at a node barrier, fitted to how long their
+  // measuring took (the model is linear in it; on shared cores it is milliseconds, not the
+  // default 0.1), and the pair copy as probed; the pair steps are planned with both.
   void replan_pairs(Progress& progress, double pair_copy_s) {
     const auto tests = static_cast<std::ptrdiff_t>(model_->test_run_s.size());
     const auto memory_s = [&](double per_trial_s) {
@@ -99,10 +102,10 @@ class DevicesRun {
       const std::vector<double> steps = devices::estimate_steps(m);
       return std::accumulate(steps.begin(), steps.begin() + tests, 0.0);
     };
-    const double work = memory_s(0), trials = memory_s(1) - work;
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - memory_start_).count();
-    if (trials > 0 && took > work) model_->per_trial_s = (took - work) / trials;
+    const double work = memory_s(0), barriers = memory_s(1) - work;
+    if (barriers > 0 && memory_measured_s_ > work) {
+      model_->per_trial_s = (memory_measured_s_ - work) / barriers;
+    }
     if (std::isfinite(pair_copy_s)) model_->pair_copy_s = pair_copy_s;
     progress.plan(devices::estimate_steps(*model_));
   }
@@ -124,6 +127,7 @@ class DevicesRun {
       plan.total = 2L * trials + cfg_.warmup;  // alone (timed trials), then together
       begin_measured_step(env_, "devices", ++step_number, label, progress, plan);
       std::atomic<std::int64_t>& done = env_.watchdog.progress();
+      const auto started = std::chrono::steady_clock::now();
       std::vector<double> alone(static_cast<std::size_t>(trials), kNaN);
       std::vector<double> together(static_cast<std::size_t>(trials), kNaN);
       const double bytes = tests[t].bytes;
@@ -145,6 +149,8 @@ class DevicesRun {
         if (i >= 0) together[static_cast<std::size_t>(i)] = bytes / s / 1e9;
         done.fetch_add(1, std::memory_order_relaxed);
       }
+      memory_measured_s_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       record_memory(tests[t], alone, together);
     }
   }
@@ -367,7 +373,7 @@ class DevicesRun {
   Device& device_;
   std::optional<FaultSpec> slow_;
   std::optional<devices::StepModel> model_;  // rank 0 under --progress: the ETA's model
-  std::chrono::steady_clock::time_point memory_start_;
+  double memory_measured_s_ = 0;             // the memory tests' steps, their gathers left out
 };
 
 }  // namespace
@@ -409,10 +415,11 @@ void run_devices(PhaseEnv& env) {
       w.set_attr(schema::kDevicesGroup, d::kAttrTests, join(test_names, ","));
     });
   });
-  Progress progress("devices", steps, env.progress);
   DevicesRun run(env, *device);
+  const std::vector<double> plan = run.plan_progress();  // its probe before the clock starts
+  Progress progress("devices", steps, env.progress);
+  progress.plan(plan);
   int step_number = 0;
-  run.plan_progress(progress);
   run.memory(progress, step_number);
   run.device_facts();
   run.pairs(progress, step_number);

@@ -311,11 +311,11 @@ TEST(Localise, AFailedRetestCountsOnlyWhenItsRepeatFailsToo) {
 TEST(Localise, RepeatsTakeOnlyWhatTheBudgetLeaves) {
   Suspects s;
   s.nodes = {0};
-  s.good = {1, 2, 3};
+  s.good = {1, 2, 3, 4};
   s.failing = {{0, 1}, {0, 2}};
   const RetestPlan plan = plan_retests(s, 2, 100);
   const std::size_t planned = plan.pairs.size();
-  ASSERT_GE(planned, 2u);
+  ASSERT_EQ(planned, 4u);  // partners 3 and 4, then 0-1 and 0-2 again: no pair twice
   const std::vector<PairResult> failed(planned, PairResult{{0, 1}, 1.0, 2.0});
   const Reference ref{10, 2};
   EXPECT_EQ(plan_repeats(plan, failed, ref, Thresholds{}, 100).size(), planned);
@@ -326,6 +326,25 @@ TEST(Localise, RepeatsTakeOnlyWhatTheBudgetLeaves) {
   const std::vector<PairResult> passed(planned, PairResult{{0, 1}, 10.0, 2.0});
   EXPECT_TRUE(plan_repeats(plan, passed, ref, Thresholds{}, 100).empty());
   EXPECT_EQ(plan_repeats(plan, {}, ref, Thresholds{}, 100).size(), planned);
+}
+
+TEST(Localise, APairPlannedTwiceRunsAgainOnce) {
+  // Two retests of one pair share its measurement: one repeat, folded into both.
+  RetestPlan plan;
+  plan.pairs = {{0, 1}, {0, 2}, {0, 1}};
+  plan.kinds = {RetestKind::kPartner, RetestKind::kPartner, RetestKind::kAgain};
+  plan.subjects = {0, 0, 0};
+  const Reference ref{10, 2};
+  const Thresholds t;
+  const std::vector<PairResult> retests = {
+      {{0, 1}, 1.0, 2.0}, {{0, 2}, 1.0, 2.0}, {{0, 1}, 1.0, 2.0}};
+  const std::vector<std::size_t> again = plan_repeats(plan, retests, ref, t, 100);
+  EXPECT_EQ(again, (std::vector<std::size_t>{0, 1}));
+  const std::vector<PairResult> repeats = {{{0, 1}, 10.0, 2.0}, {{0, 2}, 1.0, 2.0}};
+  const std::vector<PairResult> folded = with_repeats(retests, again, repeats, ref, t);
+  EXPECT_EQ(folded[0].bw_GBps, 10.0);
+  EXPECT_EQ(folded[2].bw_GBps, 10.0) << "the pair's other retest takes the repeat too";
+  EXPECT_EQ(folded[1].bw_GBps, 1.0) << "failed again: the failure stands";
 }
 
 TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {

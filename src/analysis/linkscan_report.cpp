@@ -33,6 +33,9 @@ LinkscanRail read_rail(const RunFile& f, const std::string& path, int reps) {
   rail.net_devices = f.attr_string(path, l::kAttrNetDevices);
   rail.skipped = f.attr_string(path, l::kAttrSkipped);
   rail.budget = static_cast<int>(f.attr_int64(path, l::kAttrRetestBudget));
+  if (f.has_attr(path, l::kAttrPasses)) {
+    rail.passes = static_cast<int>(f.attr_int64(path, l::kAttrPasses));
+  }
   for (std::int64_t n : f.read(path, l::kNodes)) rail.nodes.push_back(static_cast<int>(n));
   for (std::int64_t r : f.read(path, l::kRanks)) rail.ranks.push_back(static_cast<int>(r));
   if (!f.has(path, l::kPairs)) return rail;
@@ -84,6 +87,17 @@ void localise_rail(LinkscanRail& rail, const fabric::Thresholds& t) {
   rail.reasons = std::move(judged.reasons);
   rail.suspects = std::move(judged.suspects);
   rail.plan = fabric::plan_retests(rail.suspects, 2, rail.budget);
+  if (rail.passes < 2) {
+    // The run stopped before the retests were recorded: the suspects stay suspects.
+    const std::string why = "the run stopped before its retests";
+    for (const int node : rail.suspects.nodes) {
+      rail.localisation.nodes.push_back({node, fabric::Outcome::kUnresolved, {}, {}, why});
+    }
+    for (const NodePair& link : rail.suspects.links) {
+      rail.localisation.links.push_back({link, fabric::Outcome::kUnresolved, why});
+    }
+    return;
+  }
   // The first result of each planned pair in `pass` (a pair planned twice shares it).
   const auto results = [&](const std::vector<NodePair>& planned, int pass) {
     std::vector<fabric::PairResult> out;
@@ -264,9 +278,10 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   }
   std::sort(lf.rails.begin(), lf.rails.end(),
             [](const LinkscanRail& x, const LinkscanRail& y) { return x.rail < y.rail; });
-  std::size_t scanned_rails = 0, retested = 0, repeated = 0, budget = 0;
+  std::size_t scanned_rails = 0, retested = 0, repeated = 0, budget = 0, cut_short = 0;
   for (const LinkscanRail& r : lf.rails) {
     scanned_rails += r.scanned > 0 ? 1 : 0;
+    cut_short += r.scanned > 0 && r.passes < 2 ? 1 : 0;
     retested += r.pairs.size() - r.scanned - r.repeated.size();
     repeated += r.repeated.size();
     budget += static_cast<std::size_t>(r.budget);
@@ -302,7 +317,11 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
           (lf.memory_note.empty() ? "" : " (" + lf.memory_note + ")") + "); " +
           std::to_string(retested) + " retest pair(s)" +
           (repeated > 0 ? " and " + std::to_string(repeated) + " failed retest(s) run again" : "") +
-          " of a budget of " + std::to_string(budget) + virtual_note));
+          " of a budget of " + std::to_string(budget) +
+          (cut_short > 0
+               ? "; the run stopped before the retests of " + std::to_string(cut_short) + " rail(s)"
+               : "") +
+          virtual_note));
   std::vector<Finding> found;
   std::size_t acquitted = 0, known = 0;
   for (const LinkscanRail& r : lf.rails) {

@@ -32,6 +32,7 @@ struct LinkscanRail {
   std::string net_devices, skipped;
   std::vector<int> nodes, ranks;  // by scan position
   int budget = 0;
+  int passes = 3;  // recorded: 1 scan, 2 retests, 3 repeats (files before the attribute: all)
   std::vector<LinkscanPair> pairs;  // the scan's (pass 1), the retests (2), the repeats (3)
   std::size_t scanned = 0;          // pairs of the first pass
   fabric::Reference reference;

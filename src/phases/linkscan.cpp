@@ -177,46 +177,62 @@ class LinkscanRun {
     }
   }
 
-  void record(const Rail& rail, const std::vector<Measured>& pairs, int budget,
-              const std::string& skipped) {
+  // The rail's header, before its scan: which nodes and ranks, the budget, or why it was not
+  // scanned. Each pass's pairs follow as soon as they are measured (record_pass), so a run that
+  // stops during the retests keeps the scan, and `passes` says how far the rail got.
+  void record_rail(const Rail& rail, int budget, const std::string& skipped) {
     if (!ctx_.is_root()) return;
     const std::string path = schema::linkscan_rail_group(rail.index);
-    const std::uint64_t n = rail.nodes.size(), p = pairs.size(),
-                        reps = static_cast<std::uint64_t>(cfg_.reps);
+    const std::uint64_t n = rail.nodes.size();
     std::vector<std::int64_t> nodes(rail.nodes.begin(), rail.nodes.end());
     std::vector<std::int64_t> ranks(rail.ranks.begin(), rail.ranks.end());
-    std::vector<std::int64_t> ab, pass, round;
-    std::vector<double> bw, lat, p99;
-    std::string transports;
-    for (const Measured& m : pairs) {
-      ab.push_back(m.pair.a);
-      ab.push_back(m.pair.b);
-      pass.push_back(m.pass);
-      round.push_back(m.round);
-      bw.insert(bw.end(), m.bw_GBps.begin(), m.bw_GBps.end());
-      lat.push_back(m.lat_us);
-      p99.push_back(m.lat_p99_us);
-      transports += std::to_string(m.pair.a) + "-" + std::to_string(m.pair.b) + ": " +
-                    (m.transport.empty() ? "?" : m.transport) + "\n";
-    }
+    transports_.clear();
     env_.recorder.write([&](RunWriter& w) {
       w.batch([&] {
         namespace l = schema::linkscan;
         w.set_attr(path, l::kAttrRail, static_cast<std::int64_t>(rail.index));
         w.set_attr(path, l::kAttrNetDevices, rail.net_devices);
         w.set_attr(path, l::kAttrRetestBudget, static_cast<std::int64_t>(budget));
-        w.set_attr(path, l::kAttrTransports, transports);
+        w.set_attr(path, l::kAttrTransports, std::string());
         w.set_attr(path, l::kAttrSkipped, skipped);
+        w.set_attr(path, l::kAttrPasses, std::int64_t{0});
         w.write_array(path, l::kNodes, nodes, {n});
         w.write_array(path, l::kRanks, ranks, {n});
-        if (p > 0) {
-          w.write_array(path, l::kPairs, ab, {p, 2});
-          w.write_array(path, l::kPass, pass, {p});
-          w.write_array(path, l::kRound, round, {p});
-          w.write_array(path, l::kBwGBps, bw, {p, reps});
-          w.write_array(path, l::kLatUs, lat, {p});
-          w.write_array(path, l::kLatP99Us, p99, {p});
+      });
+    });
+  }
+
+  // One pass's pairs (1 the scan, 2 the retests, 3 the failed retests again), appended.
+  void record_pass(const Rail& rail, const std::vector<Measured>& pairs, int pass) {
+    if (!ctx_.is_root()) return;
+    const std::string path = schema::linkscan_rail_group(rail.index);
+    const std::uint64_t reps = static_cast<std::uint64_t>(cfg_.reps);
+    std::vector<std::int64_t> ab, passes, round;
+    std::vector<double> bw, lat, p99;
+    for (const Measured& m : pairs) {
+      ab.push_back(m.pair.a);
+      ab.push_back(m.pair.b);
+      passes.push_back(m.pass);
+      round.push_back(m.round);
+      bw.insert(bw.end(), m.bw_GBps.begin(), m.bw_GBps.end());
+      lat.push_back(m.lat_us);
+      p99.push_back(m.lat_p99_us);
+      transports_ += std::to_string(m.pair.a) + "-" + std::to_string(m.pair.b) + ": " +
+                     (m.transport.empty() ? "?" : m.transport) + "\n";
+    }
+    env_.recorder.write([&](RunWriter& w) {
+      w.batch([&] {
+        namespace l = schema::linkscan;
+        if (!pairs.empty()) {
+          w.append_rows(path, l::kPairs, ab, {2});
+          w.append_rows(path, l::kPass, passes, {});
+          w.append_rows(path, l::kRound, round, {});
+          w.append_rows(path, l::kBwGBps, bw, {reps});
+          w.append_rows(path, l::kLatUs, lat, {});
+          w.append_rows(path, l::kLatP99Us, p99, {});
         }
+        w.set_attr(path, l::kAttrTransports, transports_);
+        w.set_attr(path, l::kAttrPasses, static_cast<std::int64_t>(pass));
       });
     });
   }
@@ -272,6 +288,7 @@ class LinkscanRun {
   const Context& ctx_;
   const LinkscanConfig& cfg_;
   fabric::Link& link_;
+  std::string transports_;  // rank 0: the rail's "a-b: transport" lines so far
   // Some host runs more ranks than it has CPUs (pretend nodes, an oversubscribed test): the
   // pairs of a round then take turns, or busy-polling ranks would be timed by the OS scheduler's
   // time slices instead of the link.
@@ -405,12 +422,14 @@ void run_linkscan(PhaseEnv& env) {
     if (n < 2) {
       // The step numbers stay the same on every rail, scanned or not.
       step_number += 3;
-      scan.record(rail, {}, budget,
-                  n == 1 ? "one node has a rank on this rail: no pair to test" : "no node");
+      scan.record_rail(rail, budget,
+                       n == 1 ? "one node has a rank on this rail: no pair to test" : "no node");
       continue;
     }
+    scan.record_rail(rail, budget, "");
     const std::vector<Round> rounds = fabric::scan_rounds(n, cfg.schedule, cfg.rounds, cfg.seed);
     std::vector<Measured> pairs = scan.run(rail, rounds, 1, progress, ++step_number, name);
+    scan.record_pass(rail, pairs, 1);
     // Every rank plans the same retests from the same numbers.
     std::vector<fabric::PairResult> first;
     for (const Measured& m : pairs) first.push_back(result_of(m));
@@ -418,6 +437,7 @@ void run_linkscan(PhaseEnv& env) {
     const fabric::RetestPlan plan = fabric::plan_retests(judged.suspects, 2, budget);
     std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2, progress,
                                              ++step_number, name + " retests");
+    scan.record_pass(rail, retests, 2);
     // pack_rounds keeps the plan's order within its rounds: match the results by pair.
     const std::vector<fabric::PairResult> second = results_in_order(plan.pairs, retests);
     std::vector<NodePair> again;
@@ -425,14 +445,9 @@ void run_linkscan(PhaseEnv& env) {
          fabric::plan_repeats(plan, second, judged.reference, thresholds, budget)) {
       again.push_back(plan.pairs[i]);
     }
-    std::vector<Measured> repeats =
+    const std::vector<Measured> repeats =
         scan.run(rail, fabric::pack_rounds(again), 3, progress, ++step_number, name + " repeats");
-    for (std::vector<Measured>* more : {&retests, &repeats}) {
-      pairs.insert(pairs.end(), std::make_move_iterator(more->begin()),
-                   std::make_move_iterator(more->end()));
-    }
-    env.watchdog.step(name + ": record");
-    scan.record(rail, pairs, budget, "");
+    scan.record_pass(rail, repeats, 3);
   }
   env.watchdog.barrier(ctx.world(), "linkscan: close the endpoints");
 }

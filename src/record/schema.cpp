@@ -290,6 +290,9 @@ constexpr AttrSpec kAttrs[] = {
      "per pair, what carried it: \"a-b: transport/device,...\" one per line"},
     {kLinkscanRailTemplate, linkscan::kAttrSkipped, "string",
      "why the rail was not scanned (\"\": it was)"},
+    {kLinkscanRailTemplate, linkscan::kAttrPasses, "int64",
+     "passes recorded, each appended when measured: 1 the scan, 2 its retests, 3 the failed "
+     "retests again (fewer: the run stopped during the next; absent in files before it)"},
     {kCheckpointGroup, checkpoint::kAttrLayout, "string", "file_per_process or shared_file"},
     {kCheckpointGroup, checkpoint::kAttrApi, "string", "posix or mpiio"},
     {kCheckpointGroup, checkpoint::kAttrDir, "string", "the folder this run's checkpoints went to"},

@@ -642,6 +642,7 @@ inline constexpr const char* kAttrNetDevices = "net_devices";
 inline constexpr const char* kAttrRetestBudget = "retest_budget";
 inline constexpr const char* kAttrTransports = "transports";
 inline constexpr const char* kAttrSkipped = "skipped";
+inline constexpr const char* kAttrPasses = "passes";
 }  // namespace linkscan
 
 // ---- /telemetry/ ----  hardware signals sampled on each node while the phases ran (one sampler

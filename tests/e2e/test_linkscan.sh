@@ -3,7 +3,8 @@
 # nodes on one host: their links are shared memory, or loopback TCP with UCX_TLS=tcp), not a
 # multi-node cluster. Every pair tested once per all_pairs pass, datasets against
 # scripts/schema.json, transports recorded; a slowed node is convicted and no other; a slowed
-# link is convicted and no node, its failed retest run again; MPI as the transport; bad keys
+# link is convicted and no node, its failed retest run again; a rank that stops before the
+# retests leaves the scan in the file and the suspect unresolved; MPI as the transport; bad keys
 # and faults are exit 2 naming them; one node says there is no pair to test.
 source "$(dirname "$0")/lib.sh"
 # Shared cores: a descheduled rank halves a pair's figure, so the pass marks are loosened here.
@@ -81,6 +82,19 @@ fi
 # The slowed pair fails its retest, so it runs once more (pass 3) and fails again.
 expect_in "$TMP/detail" "^    again  round [0-9]+  node 0 - node 1: " "the failed retest run again"
 expect_in "$TMP/stdout" "linkscan.coverage: .* retest pair\(s\) and [0-9]+ failed retest\(s\) run again of a budget of 24" "repeats counted"
+
+# A rank that stops before the retests: the watchdog ends the run (exit 3); the scan, appended as
+# soon as it was measured, is in the file, and the slowed node stays a suspect, saying why.
+"$MPIRUN" -n 6 "$SHAKEDOWN" run --virtual-nodes 6 "${small[@]}" --set timeouts.phase_s=3 \
+  --inject slow:node=2,phase=linkscan,factor=10 --inject stall:rank=1,phase=linkscan,step=2,seconds=30 \
+  --out "$TMP/stop.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "a rank stalled before the retests"
+expect_in "$TMP/stderr" "rank 1 .*did not reach 'linkscan rail 0 retests'" "the watchdog names the rank and the step"
+"$SHAKEDOWN" summary "$TMP/stop.h5" >"$TMP/stopped"
+expect_in "$TMP/stopped" "rail 0: 15 pair\(s\) of 6 nodes" "the scan kept"
+expect_in "$TMP/stopped" "\[WARN\] linkscan.nodes: node 2 \(host .*\) was slow with several partners .* not convicted: the run stopped before its retests" "a suspect, not a conviction"
+expect_in "$TMP/stopped" "linkscan.coverage: .*; the run stopped before the retests of 1 rail\(s\)" "coverage says so"
+h5dump -a /linkscan/rail0/passes "$TMP/stop.h5" | grep -q "(0): 1" || fail "/linkscan/rail0 passes should be 1"
 
 # 6 nodes over loopback TCP (UCX_TLS): the transport recorded is tcp; random rounds, seeded;
 # both directions at once.

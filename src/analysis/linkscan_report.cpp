@@ -98,20 +98,13 @@ void localise_rail(LinkscanRail& rail, const fabric::Thresholds& t) {
     }
     return;
   }
-  // The first result of each planned pair in `pass` (a pair planned twice shares it).
+  // Each planned pair's first result in `pass` (fabric::results_in_order, as the phase does).
   const auto results = [&](const std::vector<NodePair>& planned, int pass) {
-    std::vector<fabric::PairResult> out;
-    for (const NodePair& want : planned) {
-      fabric::PairResult r{want, std::nan(""), std::nan("")};
-      for (const LinkscanPair& p : rail.pairs) {
-        if (p.pass == pass && p.pair == want) {
-          r = {p.pair, p.bw_median, p.lat_us};
-          break;
-        }
-      }
-      out.push_back(r);
+    std::vector<fabric::PairResult> measured;
+    for (const LinkscanPair& p : rail.pairs) {
+      if (p.pass == pass) measured.push_back({p.pair, p.bw_median, p.lat_us});
     }
-    return out;
+    return fabric::results_in_order(planned, measured);
   };
   const std::vector<fabric::PairResult> retests = results(rail.plan.pairs, 2);
   rail.repeated = fabric::plan_repeats(rail.plan, retests, rail.reference, t, rail.budget);

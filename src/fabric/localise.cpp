@@ -171,6 +171,18 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
   return plan;
 }
 
+std::vector<PairResult> results_in_order(std::span<const NodePair> planned,
+                                         std::span<const PairResult> measured) {
+  std::vector<PairResult> out;
+  out.reserve(planned.size());
+  for (const NodePair& p : planned) {
+    const auto it = std::find_if(measured.begin(), measured.end(),
+                                 [&](const PairResult& r) { return r.pair == p; });
+    out.push_back(it == measured.end() ? PairResult{p, kNaN, kNaN} : *it);
+  }
+  return out;
+}
+
 std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const PairResult> retests,
                                       const Reference& ref, const Thresholds& t, int budget) {
   std::vector<std::size_t> out;

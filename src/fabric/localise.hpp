@@ -87,6 +87,11 @@ struct RetestPlan {
 // again when the budget allows; at most `budget` pairs in all.
 RetestPlan plan_retests(const Suspects& suspects, int partners, int budget);
 
+// The result of each planned pair, in the plan's order, from what a pass measured (in its
+// rounds' order): a pair planned twice takes its first measurement; one not measured is NaN.
+std::vector<PairResult> results_in_order(std::span<const NodePair> planned,
+                                         std::span<const PairResult> measured);
+
 // Step 3b: the indices into plan.pairs of the retests that failed, in plan order, as many as
 // `budget` leaves after the retests themselves; a pair planned twice (one measurement) once.
 std::vector<std::size_t> plan_repeats(const RetestPlan& plan, std::span<const PairResult> retests,

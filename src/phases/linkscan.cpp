@@ -59,19 +59,6 @@ fabric::PairResult result_of(const Measured& m) {
   return {m.pair, median(m.bw_GBps), m.lat_us};
 }
 
-// The results of `planned` in its order (the rounds pack the pairs in another); a pair planned
-// twice takes its first measurement, as the report does.
-std::vector<fabric::PairResult> results_in_order(const std::vector<NodePair>& planned,
-                                                 const std::vector<Measured>& measured) {
-  std::vector<fabric::PairResult> out;
-  for (const NodePair& p : planned) {
-    const auto it = std::find_if(measured.begin(), measured.end(),
-                                 [&](const Measured& m) { return m.pair == p; });
-    out.push_back(it == measured.end() ? fabric::PairResult{p, kNaN, kNaN} : result_of(*it));
-  }
-  return out;
-}
-
 class LinkscanRun {
  public:
   LinkscanRun(PhaseEnv& env, fabric::Link& link, bool shared_cores)
@@ -439,7 +426,9 @@ void run_linkscan(PhaseEnv& env) {
                                              ++step_number, name + " retests");
     scan.record_pass(rail, retests, 2);
     // pack_rounds keeps the plan's order within its rounds: match the results by pair.
-    const std::vector<fabric::PairResult> second = results_in_order(plan.pairs, retests);
+    std::vector<fabric::PairResult> measured;
+    for (const Measured& m : retests) measured.push_back(result_of(m));
+    const std::vector<fabric::PairResult> second = fabric::results_in_order(plan.pairs, measured);
     std::vector<NodePair> again;
     for (const std::size_t i :
          fabric::plan_repeats(plan, second, judged.reference, thresholds, budget)) {

@@ -328,6 +328,19 @@ TEST(Localise, RepeatsTakeOnlyWhatTheBudgetLeaves) {
   EXPECT_EQ(plan_repeats(plan, {}, ref, Thresholds{}, 100).size(), planned);
 }
 
+TEST(Localise, ResultsInPlanOrderTakeEachPairsFirstMeasurement) {
+  const std::vector<NodePair> planned = {{0, 2}, {0, 1}, {0, 2}, {1, 3}};
+  const std::vector<PairResult> measured = {
+      {{0, 1}, 1.0, 2.0}, {{0, 2}, 3.0, 2.0}, {{0, 2}, 4.0, 2.0}};
+  const std::vector<PairResult> r = results_in_order(planned, measured);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].bw_GBps, 3.0);
+  EXPECT_EQ(r[1].bw_GBps, 1.0);
+  EXPECT_EQ(r[2].bw_GBps, 3.0) << "a pair planned twice takes its first measurement";
+  EXPECT_EQ(r[3].pair, (NodePair{1, 3}));
+  EXPECT_TRUE(std::isnan(r[3].bw_GBps)) << "not measured";
+}
+
 TEST(Localise, APairPlannedTwiceRunsAgainOnce) {
   // Two retests of one pair share its measurement: one repeat, folded into both.
   RetestPlan plan;

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "fp8/bf16.hpp"
+#include "gemm/blas_kernels.hpp"
 #include "gemm/engine.hpp"
 #include "gemm/output_hash.hpp"
 
@@ -140,8 +141,10 @@ class CpuGemmEngine final : public GemmEngine {
     // The kernel OpenBLAS picked for this CPU and its thread count decide the bits; ranks only
     // compare output hashes within one such group.
     const int threads = openblas_get_num_threads();
-    return std::string(openblas_get_config()) + ", " + openblas_get_corename() + " kernels, " +
-           std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+    const std::string note = blas_kernels_note();
+    return std::string(openblas_get_config()) + ", " + openblas_get_corename() + " kernels" +
+           (note.empty() ? "" : " (" + note + ")") + ", " + std::to_string(threads) +
+           (threads == 1 ? " thread" : " threads");
   }
 
   std::unique_ptr<GemmProblem> prepare(const fp8::Fp8Tensor& a, const fp8::Fp8Tensor& b,

@@ -23,6 +23,19 @@ for d in max_rel_err err_bound_ratio output_hash hash_group rows_checked; do
   h5dump -H -d "/gemm/32x16x100/$d" "$TMP/g.h5" >"$TMP/h"
   grep -q 'SIMPLE { ( 3 )' "$TMP/h" || { cat "$TMP/h"; fail "$d should be [world=3]"; }
 done
+# OpenBLAS's kernels: on a CPU with AVX2 and FMA never its Prescott (SSE3) fallback, which a CPU
+# model newer than the library gets (then shakedown restarts with OPENBLAS_CORETYPE and says so).
+detail=$(h5dump -a /gemm/64x48x40/hash_group_0 "$TMP/g.h5" | sed -n 's/.*(0): "\(.*\)"/\1/p')
+alone=$(/usr/bin/python3 -c 'import ctypes; b = ctypes.CDLL("libopenblas.so.0"); b.openblas_get_corename.restype = ctypes.c_char_p; print(b.openblas_get_corename().decode())')
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  [[ "$detail" != *"Prescott kernels"* ]] || fail "CPU engine on Prescott kernels on an AVX2 CPU: $detail"
+  if [[ "$alone" == Prescott ]]; then
+    [[ "$detail" == *"(OPENBLAS_CORETYPE="*" set by shakedown: OpenBLAS took its Prescott fallback for this CPU model)"* ]] ||
+      fail "the engine should say shakedown chose its kernels: $detail"
+  else
+    [[ "$detail" == *"$alone kernels, "* ]] || fail "OpenBLAS's own choice ($alone) should stand: $detail"
+  fi
+fi
 # Every row checked on the CPU engine; the hashes are identical (read independently with h5dump).
 h5dump -d /gemm/64x48x40/rows_checked "$TMP/g.h5" >"$TMP/rows"
 grep -q '(0): 64, 64, 64' "$TMP/rows" || { cat "$TMP/rows"; fail "CPU engine should check all 64 rows"; }

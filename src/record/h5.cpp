@@ -573,10 +573,11 @@ std::uint64_t chunk_bytes(const std::vector<hsize_t>& chunk, std::size_t element
   return bytes;
 }
 
+// Creates `path` holding `rows` and returns it open (for the append cache).
 template <class T>
-void create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
-                       const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
-                       hid_t file_type, std::uint64_t chunk_rows) {
+Dataset create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
+                          const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
+                          hid_t file_type, std::uint64_t chunk_rows) {
   std::vector<hsize_t> max_shape = shape;
   max_shape[0] = H5S_UNLIMITED;
   Dataspace space(SD_H5_CHECK(
@@ -596,7 +597,7 @@ void create_appendable(hid_t loc, const std::string& path, std::span<const T> ro
   if (!rows.empty()) {
     SD_H5_CHECK(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
   }
-  dset.close();
+  return dset;
 }
 
 // Opens `path` for appending rows of `row_dims` stored as `file_type`; InternalError when it is
@@ -655,6 +656,16 @@ void append_to(AppendCache::Entry& e, const void* data, const std::vector<hsize_
   e.rows = extent[0];
 }
 
+// Writes the rows waiting in `e` (hold_rows) behind those in the file.
+void write_waiting(AppendCache::Entry& e) {
+  if (e.pending_rows == 0) return;
+  std::vector<hsize_t> count{e.pending_rows};
+  count.insert(count.end(), e.row_dims.begin(), e.row_dims.end());
+  append_to(e, e.pending.data(), count, e.mem_type);
+  e.pending.clear();
+  e.pending_rows = 0;
+}
+
 template <class T>
 void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> rows,
                       const Dims& row_dims, int compression, hid_t mem_type, hid_t file_type,
@@ -676,15 +687,16 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   AppendCache::Entry* entry = cache != nullptr ? cache->find(path) : nullptr;
   if (entry != nullptr && (entry->file_type != file_type || entry->row_dims != row_dims)) {
     // Checked in full (with the message naming what differs) by open_appendable below.
+    write_waiting(*entry);
     cache->erase(path);
     entry = nullptr;
   }
   if (entry == nullptr) {
     if (!exists(loc, path)) {
-      create_appendable(loc, path, rows, count, compression, mem_type, file_type, chunk_rows);
+      Dataset created =
+          create_appendable(loc, path, rows, count, compression, mem_type, file_type, chunk_rows);
       if (cache != nullptr) {
-        cache->insert(
-            path, {open_appendable(loc, path, row_dims, file_type), file_type, row_dims, new_rows});
+        cache->insert(path, {std::move(created), file_type, row_dims, new_rows});
       }
       return;
     }
@@ -705,7 +717,16 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
     entry = cache->insert(path, {std::move(dset), file_type, row_dims, rows_now});
   }
   try {
-    append_to(*entry, rows.data(), count, mem_type);
+    if (cache->holding_rows()) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(rows.data());
+      entry->mem_type = mem_type;
+      entry->pending.insert(entry->pending.end(), bytes, bytes + rows.size_bytes());
+      entry->pending_rows += new_rows;
+      if (entry->pending.size() >= AppendCache::kPendingBytes) write_waiting(*entry);
+    } else {
+      write_waiting(*entry);
+      append_to(*entry, rows.data(), count, mem_type);
+    }
   } catch (...) {
     cache->erase(path);  // its row count may no longer be what the file holds
     throw;
@@ -725,13 +746,14 @@ AppendCache::Entry* AppendCache::insert(const std::string& path, Entry entry) {
   entries_.erase(path);
   if (entries_.size() >= kCapacity) {
     std::string oldest;
-    std::uint64_t when = UINT64_MAX;
-    for (const auto& [p, e] : entries_) {
-      if (e.last_use < when) {
-        when = e.last_use;
+    Entry* evicted = nullptr;
+    for (auto& [p, e] : entries_) {
+      if (evicted == nullptr || e.last_use < evicted->last_use) {
+        evicted = &e;
         oldest = p;
       }
     }
+    if (evicted != nullptr) write_waiting(*evicted);
     entries_.erase(oldest);
   }
   entry.last_use = ++uses_;
@@ -744,6 +766,24 @@ void AppendCache::erase(const std::string& path) {
 
 void AppendCache::clear() noexcept {
   entries_.clear();
+}
+
+void AppendCache::write_pending() {
+  for (auto& [path, e] : entries_) {
+    try {
+      write_waiting(e);
+    } catch (...) {
+      entries_.erase(path);  // its row count may no longer be what the file holds
+      throw;
+    }
+  }
+}
+
+bool AppendCache::has_pending() const noexcept {
+  for (const auto& [path, e] : entries_) {
+    if (e.pending_rows > 0) return true;
+  }
+  return false;
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,

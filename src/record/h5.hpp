@@ -194,25 +194,43 @@ inline constexpr std::uint64_t kAppendCompressMinBytes = 1024;
 // At most kCapacity datasets stay open (the least recently used is closed first): each open
 // dataset keeps HDF5's chunk cache, which every flush walks, so a run's hundreds of sweeps must
 // not all stay open.
+// While hold_rows(true), rows appended to a dataset already open here wait in memory and go to
+// the file in one write per dataset at write_pending() (or when it is closed, or holds
+// kPendingBytes): a writer that flushes on a deadline (RunWriter with deferred flushes) makes one
+// grow-and-write per dataset per flush instead of one per row. clear() and erase() drop rows
+// still waiting: call write_pending() first unless the file is being given up.
 class AppendCache {
  public:
   static constexpr std::size_t kCapacity = 32;
+  static constexpr std::size_t kPendingBytes = 1u << 20;
   struct Entry {
+    Entry(Dataset d, hid_t type, Dims dims, hsize_t n)
+        : dset(std::move(d)), file_type(type), row_dims(std::move(dims)), rows(n) {}
     Dataset dset;
     hid_t file_type;
     Dims row_dims;
     hsize_t rows;  // rows in the file
     std::uint64_t last_use = 0;
+    hid_t mem_type = -1;                 // of the rows waiting
+    std::vector<unsigned char> pending;  // rows not yet in the file, in mem_type
+    hsize_t pending_rows = 0;
   };
   Entry* find(const std::string& path);
+  // Closes the least recently used dataset when full (its waiting rows written first).
   Entry* insert(const std::string& path, Entry entry);
   void erase(const std::string& path);
   void clear() noexcept;
+  void hold_rows(bool on) noexcept { hold_rows_ = on; }
+  bool holding_rows() const noexcept { return hold_rows_; }
+  // Writes every dataset's waiting rows (IoError as a write's).
+  void write_pending();
+  bool has_pending() const noexcept;
   std::size_t size() const noexcept { return entries_.size(); }
 
  private:
   std::unordered_map<std::string, Entry> entries_;
   std::uint64_t uses_ = 0;
+  bool hold_rows_ = false;
 };
 
 // `cache`: optional, as above.

@@ -210,6 +210,7 @@ void Recorder::write(const std::function<void(RunWriter&)>& fn) {
   drain();
   std::lock_guard lock(mutex_);
   if (aborted_) throw RunAborted("the run file was marked aborted; the job is ending");
+  writer_->flush();  // rows the thread left for a deferred flush, before `fn` reads or writes
   fn(*writer_);
 }
 

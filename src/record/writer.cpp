@@ -52,6 +52,12 @@ RunWriter::RunWriter(RunWriter&& other) noexcept
 
 RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
   if (this != &other) {
+    if (state_ == State::kOpen && open_file_) {
+      try {
+        append_cache_.write_pending();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): as in the destructor
+      }
+    }
     final_path_ = std::move(other.final_path_);
     partial_path_ = std::move(other.partial_path_);
     compression_ = other.compression_;
@@ -66,6 +72,14 @@ RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
 }
 
 RunWriter::~RunWriter() {
+  // Rows still waiting for a deferred flush go in when the writer ends without finish() (a run
+  // ending on an error keeps what it measured); a write that fails here is not reported.
+  if (state_ == State::kOpen && open_file_) {
+    try {
+      append_cache_.write_pending();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the file is being given up
+    }
+  }
   append_cache_.clear();  // before the file's own id closes
 }
 
@@ -274,6 +288,7 @@ void RunWriter::flush_or_defer() {
     unflushed_ = true;
     return;
   }
+  append_cache_.write_pending();
   h5::flush(open_file_->get());
   unflushed_ = false;
 }
@@ -281,6 +296,7 @@ void RunWriter::flush_or_defer() {
 void RunWriter::flush() {
   if (!unflushed_ || !open_file_ || state_ != State::kOpen) return;
   try {
+    append_cache_.write_pending();
     h5::flush(open_file_->get());
     unflushed_ = false;
   } catch (const h5::IoError& e) {
@@ -302,6 +318,7 @@ void RunWriter::open_for(const std::string& what) {
 void RunWriter::close_unless_held(const std::string& what) {
   if (held_ || batch_depth_ > 0 || !open_file_) return;
   try {
+    append_cache_.write_pending();
     append_cache_.clear();
     h5::flush(open_file_->get());
     unflushed_ = false;
@@ -336,6 +353,7 @@ void RunWriter::batch(const std::function<void()>& fn) {
     if (held_) {
       flush_or_defer();
     } else {
+      append_cache_.write_pending();
       h5::flush(open_file_->get());
       append_cache_.clear();
       open_file_->close();
@@ -365,6 +383,7 @@ void RunWriter::release() {
 void RunWriter::append_rows(const std::string& path, std::span<const double> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
+  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -374,6 +393,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const double> row
 void RunWriter::append_rows(const std::string& path, std::span<const float> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
+  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -383,6 +403,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const float> rows
 void RunWriter::append_rows(const std::string& path, std::span<const std::int64_t> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
+  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -392,6 +413,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::int64_
 void RunWriter::append_rows(const std::string& path, std::span<const std::uint64_t> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
+  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);

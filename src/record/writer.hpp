@@ -131,10 +131,12 @@ class RunWriter {
   void release();  // closes the file (flushed); a no-op when not held
   bool held() const noexcept { return held_; }
   // While held: writes and batches leave their flush to flush() (the recorder's writer thread
-  // flushes many small rows at once, on a deadline). Off: every write ends flushed again.
+  // flushes many small rows at once, on a deadline), and rows appended to a dataset already open
+  // wait in memory until then, so each dataset grows once per flush, not once per row
+  // (h5::AppendCache::hold_rows). Off: every write ends flushed again.
   void defer_flushes(bool on) noexcept { defer_flushes_ = on; }
-  // Flushes what deferred writes left in HDF5's caches; a no-op when nothing waits (errors as
-  // a write's: a refused flush breaks the writer).
+  // Writes the rows waiting and flushes what deferred writes left in HDF5's caches; a no-op
+  // when nothing waits (errors as a write's: a refused flush breaks the writer).
   void flush();
   bool unflushed() const noexcept { return unflushed_; }
 

@@ -370,5 +370,75 @@ TEST(RecordAppend, DeferredFlushesWaitForFlush) {
   EXPECT_EQ(RunFile::open(w.final_path()).read_uint64(path).size(), 27u);
 }
 
+// With flushes deferred, rows appended to a dataset already open wait in memory: the file holds
+// the creating row alone until flush(), which writes every dataset's rows, in order, at once.
+TEST(RecordAppend, DeferredRowsWaitInMemoryUntilFlush) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
+  w.hold_open();
+  const std::string sizes = "/collectives/world/all_reduce/sizes";
+  const std::string times = "/collectives/world/all_reduce/time_us";
+  w.defer_flushes(true);
+  std::vector<std::vector<float>> rows;
+  for (std::uint64_t i = 0; i < 25; ++i) {
+    w.append_rows(sizes, std::span<const std::uint64_t>(&i, 1), {});
+    rows.push_back(iota_values<float>(6, static_cast<float>(10 * i)));
+    w.append_rows(times, rows.back(), {2, 3});
+  }
+  EXPECT_TRUE(w.unflushed());
+  {
+    const RunFile f = RunFile::open(w.partial_path());
+    EXPECT_EQ(f.read_uint64(sizes), (std::vector<std::uint64_t>{0}));
+    EXPECT_EQ(layout_of(w.partial_path(), times).dims, (Dims{1, 2, 3}));
+  }
+  w.flush();
+  EXPECT_FALSE(w.unflushed());
+  {
+    const RunFile f = RunFile::open(w.partial_path());
+    EXPECT_EQ(f.read_uint64(sizes), iota_values<std::uint64_t>(25, 0));
+    const std::vector<double> back = f.read_doubles(times);
+    const std::vector<float> want = concat(rows);
+    ASSERT_EQ(back.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(back[i], want[i]) << i;
+  }
+  EXPECT_EQ(layout_of(w.partial_path(), times).dims, (Dims{25, 2, 3}));
+  // A write that is not deferred writes what waits in every dataset, then flushes.
+  w.append_rows(times, rows[0], {2, 3});
+  w.defer_flushes(false);
+  const std::uint64_t last = 99;
+  w.append_rows(sizes, std::span<const std::uint64_t>(&last, 1), {});
+  EXPECT_EQ(RunFile::open(w.partial_path()).read_uint64(sizes).size(), 26u);
+  EXPECT_EQ(layout_of(w.partial_path(), times).dims, (Dims{26, 2, 3}));
+  w.finish("complete");
+}
+
+// Rows waiting in a dataset the cache closes (more growing datasets than it keeps open) are
+// written first, and a writer that ends without finish() (a run ending on an error) writes what
+// still waits: nothing measured is lost to the deferral.
+TEST(RecordAppend, WaitingRowsSurviveEvictionAndAnUnfinishedWriter) {
+  TempDir dir;
+  const std::size_t datasets = h5::AppendCache::kCapacity + 8;
+  std::filesystem::path partial;
+  {
+    RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
+    w.hold_open();
+    w.defer_flushes(true);
+    partial = w.partial_path();
+    for (std::int64_t row = 0; row < 3; ++row) {
+      for (std::size_t d = 0; d < datasets; ++d) {
+        const std::int64_t v = static_cast<std::int64_t>(100 * d) + row;
+        w.append_rows("/sweeps/s" + std::to_string(d), std::span<const std::int64_t>(&v, 1), {});
+      }
+    }
+  }
+  const RunFile f = RunFile::open(partial);
+  for (std::size_t d = 0; d < datasets; ++d) {
+    const auto base = static_cast<std::int64_t>(100 * d);
+    EXPECT_EQ(f.read_int64("/sweeps/s" + std::to_string(d)),
+              (std::vector<std::int64_t>{base, base + 1, base + 2}))
+        << d;
+  }
+}
+
 }  // namespace
 }  // namespace shakedown

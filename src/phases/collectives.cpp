@@ -46,6 +46,9 @@ struct ScopeRun {
   Comm* comm;        // nullptr: this rank is idle (other rails)
   int nranks;        // ranks in one instance of the scope (rank 0's view)
   std::string skip;  // non-empty: the scope cannot run here, and why
+  // The world ranks that take part (every instance), ascending: the sweeps' columns. From the
+  // layout, which every rank holds, so no sweep needs a gather to learn them.
+  std::vector<std::int64_t> members;
 };
 
 struct Backends {
@@ -79,29 +82,47 @@ std::vector<ScopeRun> plan_scopes(const Context& ctx, const CollectivesConfig& c
   }
   const double intra = cfg.intra_node_link_GBps;
   const double inter = cfg.inter_node_link_GBps;
+  std::vector<std::int64_t> everyone(layout.node_of_rank.size());
+  for (std::size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<std::int64_t>(r);
   for (const auto& scope : cfg.scopes) {
     if (scope == "world") {
       // Across nodes the network is the narrow path.
-      out.push_back(
-          {"world", ctx.node_count() > 1 ? inter : intra, b.world.get(), ctx.world_size(), ""});
+      out.push_back({"world", ctx.node_count() > 1 ? inter : intra, b.world.get(), ctx.world_size(),
+                     "", everyone});
     } else if (scope == "intra_node") {
       out.push_back({"intra_node", intra, b.node.get(), root_local_size,
-                     root_local_size < 2 ? "one rank per node: no intra-node traffic" : ""});
+                     root_local_size < 2 ? "one rank per node: no intra-node traffic" : "",
+                     everyone});
     } else if (scope == "inter_node") {
       out.push_back({"inter_node", inter, b.rail.get(), ctx.node_count(),
-                     ctx.node_count() < 2 ? "one node: no inter-node traffic" : ""});
+                     ctx.node_count() < 2 ? "one node: no inter-node traffic" : "", everyone});
     } else if (scope == "rail") {
       if (ctx.node_count() < 2) {
-        out.push_back({"rail", inter, nullptr, 1, "one node: no inter-node traffic"});
+        out.push_back({"rail", inter, nullptr, 1, "one node: no inter-node traffic", {}});
         continue;
       }
       for (std::size_t l = 0; l < rail_size.size(); ++l) {
         const int lane = static_cast<int>(l);
+        std::vector<std::int64_t> members;
+        for (std::size_t r = 0; r < layout.local_rank_of_rank.size(); ++r) {
+          if (layout.local_rank_of_rank[r] == lane) members.push_back(static_cast<std::int64_t>(r));
+        }
         out.push_back(
             {"rail_" + std::to_string(l), inter, ctx.local_rank() == lane ? b.rail.get() : nullptr,
              rail_size[l],
-             rail_size[l] < 2 ? "one node has this local rank: no inter-node traffic" : ""});
+             rail_size[l] < 2 ? "one node has this local rank: no inter-node traffic" : "",
+             std::move(members)});
       }
+    }
+  }
+  // Each rank's own part agrees with the layout's lists (the columns rank 0 writes).
+  const auto me = static_cast<std::int64_t>(ctx.rank());
+  for (const ScopeRun& s : out) {
+    const bool listed = std::binary_search(s.members.begin(), s.members.end(), me);
+    if (s.skip.empty() && listed != (s.comm != nullptr)) {
+      throw InternalError("collectives: rank " + std::to_string(me) +
+                          (listed ? " has no communicator for scope " : " takes part in scope ") +
+                          s.name + (listed ? ", which its layout lists it in" : " unlisted"));
     }
   }
   return out;
@@ -217,16 +238,10 @@ class Sweep {
     return plan;
   }
 
-  // Collective over world: rank 0 learns which ranks take part (the sweep's columns).
+  // Rank 0: the sweep's header and columns (the ranks that take part, from the layout).
   void write_header(std::size_t nsizes) {
-    const int mine = scope_.comm != nullptr ? 1 : 0;
-    std::vector<int> part(env_.ctx.is_root() ? static_cast<std::size_t>(env_.ctx.world_size()) : 0);
-    SD_MPI_CHECK(MPI_Gather(&mine, 1, MPI_INT, part.data(), 1, MPI_INT, 0, env_.ctx.world()));
-    std::vector<std::int64_t> columns;
-    for (std::size_t r = 0; r < part.size(); ++r) {
-      if (part[r] != 0) columns.push_back(static_cast<std::int64_t>(r));
-    }
-    columns_ = std::make_shared<const std::vector<std::int64_t>>(std::move(columns));
+    if (!env_.ctx.is_root()) return;
+    columns_ = std::make_shared<const std::vector<std::int64_t>>(scope_.members);
     CollectiveSweepHeader h;
     h.scope = scope_.name;
     h.collective = std::string(info_.name);
@@ -488,9 +503,8 @@ std::uint64_t Sweep::record(PendingSize& size) {
       [path = path_, columns = columns_, stats, g = std::move(g), coll_bytes = counts.bytes,
        factor = info_.busbw_factor(scope_.nranks)](RunWriter& w) mutable {
         set_iteration_stats(stats, g);
-        stats.algbw_GBps = stats.skipped == kMeasured
-                               ? algbw_gbps(coll_bytes, stats.time_med_us * 1e-6)
-                               : kNaN;
+        stats.algbw_GBps =
+            stats.skipped == kMeasured ? algbw_gbps(coll_bytes, stats.time_med_us * 1e-6) : kNaN;
         stats.busbw_GBps = stats.algbw_GBps * factor;
         append_collective_size(w, path, *columns, stats, g);
       },

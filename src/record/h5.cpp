@@ -746,14 +746,14 @@ AppendCache::Entry* AppendCache::insert(const std::string& path, Entry entry) {
   entries_.erase(path);
   if (entries_.size() >= kCapacity) {
     std::string oldest;
-    Entry* evicted = nullptr;
-    for (auto& [p, e] : entries_) {
-      if (evicted == nullptr || e.last_use < evicted->last_use) {
-        evicted = &e;
+    std::uint64_t when = UINT64_MAX;
+    for (const auto& [p, e] : entries_) {
+      if (e.last_use < when) {
+        when = e.last_use;
         oldest = p;
       }
     }
-    if (evicted != nullptr) write_waiting(*evicted);
+    write_waiting(entries_.at(oldest));
     entries_.erase(oldest);
   }
   entry.last_use = ++uses_;
@@ -773,17 +773,11 @@ void AppendCache::write_pending() {
     try {
       write_waiting(e);
     } catch (...) {
-      entries_.erase(path);  // its row count may no longer be what the file holds
+      const std::string failed = path;  // not the key of the node being erased
+      entries_.erase(failed);           // its row count may no longer be what the file holds
       throw;
     }
   }
-}
-
-bool AppendCache::has_pending() const noexcept {
-  for (const auto& [path, e] : entries_) {
-    if (e.pending_rows > 0) return true;
-  }
-  return false;
 }
 
 void append_rows(hid_t loc, const std::string& path, std::span<const double> rows,

@@ -224,7 +224,6 @@ class AppendCache {
   bool holding_rows() const noexcept { return hold_rows_; }
   // Writes every dataset's waiting rows (IoError as a write's).
   void write_pending();
-  bool has_pending() const noexcept;
   std::size_t size() const noexcept { return entries_.size(); }
 
  private:

@@ -52,12 +52,7 @@ RunWriter::RunWriter(RunWriter&& other) noexcept
 
 RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
   if (this != &other) {
-    if (state_ == State::kOpen && open_file_) {
-      try {
-        append_cache_.write_pending();
-      } catch (...) {  // NOLINT(bugprone-empty-catch): as in the destructor
-      }
-    }
+    write_waiting_rows_unchecked();
     final_path_ = std::move(other.final_path_);
     partial_path_ = std::move(other.partial_path_);
     compression_ = other.compression_;
@@ -72,15 +67,16 @@ RunWriter& RunWriter::operator=(RunWriter&& other) noexcept {
 }
 
 RunWriter::~RunWriter() {
-  // Rows still waiting for a deferred flush go in when the writer ends without finish() (a run
-  // ending on an error keeps what it measured); a write that fails here is not reported.
-  if (state_ == State::kOpen && open_file_) {
-    try {
-      append_cache_.write_pending();
-    } catch (...) {  // NOLINT(bugprone-empty-catch): the file is being given up
-    }
-  }
+  write_waiting_rows_unchecked();
   append_cache_.clear();  // before the file's own id closes
+}
+
+void RunWriter::write_waiting_rows_unchecked() noexcept {
+  if (state_ != State::kOpen || !open_file_) return;
+  try {
+    append_cache_.write_pending();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the file is being given up
+  }
 }
 
 void RunWriter::require_rank(const schema::DatasetSpec& spec, const std::string& group_path,
@@ -383,7 +379,6 @@ void RunWriter::release() {
 void RunWriter::append_rows(const std::string& path, std::span<const double> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
-  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -393,7 +388,6 @@ void RunWriter::append_rows(const std::string& path, std::span<const double> row
 void RunWriter::append_rows(const std::string& path, std::span<const float> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
-  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -403,7 +397,6 @@ void RunWriter::append_rows(const std::string& path, std::span<const float> rows
 void RunWriter::append_rows(const std::string& path, std::span<const std::int64_t> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
-  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
@@ -413,7 +406,6 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::int64_
 void RunWriter::append_rows(const std::string& path, std::span<const std::uint64_t> rows,
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
-  append_cache_.hold_rows(defer_flushes_ && held_);
   edit("rows of '" + path + "'", [&](hid_t file) {
     h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);

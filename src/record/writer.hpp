@@ -134,7 +134,10 @@ class RunWriter {
   // flushes many small rows at once, on a deadline), and rows appended to a dataset already open
   // wait in memory until then, so each dataset grows once per flush, not once per row
   // (h5::AppendCache::hold_rows). Off: every write ends flushed again.
-  void defer_flushes(bool on) noexcept { defer_flushes_ = on; }
+  void defer_flushes(bool on) noexcept {
+    defer_flushes_ = on;
+    append_cache_.hold_rows(on);  // only while a file is open: every close writes what waits
+  }
   // Writes the rows waiting and flushes what deferred writes left in HDF5's caches; a no-op
   // when nothing waits (errors as a write's: a refused flush breaks the writer).
   void flush();
@@ -176,6 +179,9 @@ class RunWriter {
   void open_for(const std::string& what);
   // Flushes the open file, or only notes that it waits when flushes are deferred.
   void flush_or_defer();
+  // Rows still waiting for a deferred flush go in when the writer ends (or is replaced) without
+  // finish(): a run ending on an error keeps what it measured. A failure here is not reported.
+  void write_waiting_rows_unchecked() noexcept;
   // Flushes and closes open_file_ unless a batch or a hold keeps it.
   void close_unless_held(const std::string& what);
 

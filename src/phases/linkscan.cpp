@@ -59,6 +59,13 @@ fabric::PairResult result_of(const Measured& m) {
   return {m.pair, median(m.bw_GBps), m.lat_us};
 }
 
+std::vector<fabric::PairResult> results_of(const std::vector<Measured>& measured) {
+  std::vector<fabric::PairResult> out;
+  out.reserve(measured.size());
+  for (const Measured& m : measured) out.push_back(result_of(m));
+  return out;
+}
+
 class LinkscanRun {
  public:
   LinkscanRun(PhaseEnv& env, fabric::Link& link, bool shared_cores)
@@ -415,20 +422,17 @@ void run_linkscan(PhaseEnv& env) {
     }
     scan.record_rail(rail, budget, "");
     const std::vector<Round> rounds = fabric::scan_rounds(n, cfg.schedule, cfg.rounds, cfg.seed);
-    std::vector<Measured> pairs = scan.run(rail, rounds, 1, progress, ++step_number, name);
+    const std::vector<Measured> pairs = scan.run(rail, rounds, 1, progress, ++step_number, name);
     scan.record_pass(rail, pairs, 1);
     // Every rank plans the same retests from the same numbers.
-    std::vector<fabric::PairResult> first;
-    for (const Measured& m : pairs) first.push_back(result_of(m));
-    const fabric::Judged judged = fabric::judge_pass(n, first, thresholds);
+    const fabric::Judged judged = fabric::judge_pass(n, results_of(pairs), thresholds);
     const fabric::RetestPlan plan = fabric::plan_retests(judged.suspects, 2, budget);
-    std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2, progress,
-                                             ++step_number, name + " retests");
+    const std::vector<Measured> retests = scan.run(rail, fabric::pack_rounds(plan.pairs), 2,
+                                                   progress, ++step_number, name + " retests");
     scan.record_pass(rail, retests, 2);
     // pack_rounds keeps the plan's order within its rounds: match the results by pair.
-    std::vector<fabric::PairResult> measured;
-    for (const Measured& m : retests) measured.push_back(result_of(m));
-    const std::vector<fabric::PairResult> second = fabric::results_in_order(plan.pairs, measured);
+    const std::vector<fabric::PairResult> second =
+        fabric::results_in_order(plan.pairs, results_of(retests));
     std::vector<NodePair> again;
     for (const std::size_t i :
          fabric::plan_repeats(plan, second, judged.reference, thresholds, budget)) {

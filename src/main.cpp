@@ -32,20 +32,10 @@ bool reports_parse_error(int argc, char** argv) {
   return true;
 }
 
-// Whether the command line runs the pipeline (the only subcommand that runs GEMMs).
-bool runs_pipeline(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "run") return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace shakedown;
-  // Before MPI or anything else: OpenBLAS may have taken slow fallback kernels for this CPU.
-  if (runs_pipeline(argc, argv)) restart_for_blas_kernels(argv);
   CLI::App app{
       "shakedown: acceptance test for multi-node GPU training clusters.\n"
       "Launch `run` and `topo` with mpirun or srun; `audit` runs under them or alone (a Slurm "
@@ -260,6 +250,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*run_cmd) {
+      // The only subcommand that runs GEMMs; before MPI starts: OpenBLAS may have taken slow
+      // fallback kernels for this CPU (gemm/blas_kernels.hpp).
+      restart_for_blas_kernels(argv);
       run.command_line = join_args(argc, argv);
       return run_command(run, &argc, &argv);
     }

@@ -73,4 +73,11 @@ std::string blas_kernels_note() {
          " fallback for this CPU model";
 }
 
+std::string blas_fallback_advice(std::string_view picked, const CpuVectorFeatures& cpu) {
+  const std::string better = better_blas_core(picked, cpu);
+  if (better.empty()) return "";
+  return std::string("OpenBLAS's ") + std::string(picked) + " fallback, slow on this CPU: set " +
+         kCoreType + "=" + better + " (or unset it and shakedown sets it)";
+}
+
 }  // namespace shakedown

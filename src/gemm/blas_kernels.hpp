@@ -34,4 +34,9 @@ void restart_for_blas_kernels(char** argv);
 // why (from the environment restart_for_blas_kernels left).
 std::string blas_kernels_note();
 
+// "" unless OpenBLAS runs its fallback `picked` on a CPU with better kernels and shakedown did not
+// set them (the user's OPENBLAS_CORETYPE asks for the fallback, or the restart failed): then what
+// to set, for the engine's description, so a slow CPU GEMM says why.
+std::string blas_fallback_advice(std::string_view picked, const CpuVectorFeatures& cpu);
+
 }  // namespace shakedown

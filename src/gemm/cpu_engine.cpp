@@ -141,7 +141,8 @@ class CpuGemmEngine final : public GemmEngine {
     // The kernel OpenBLAS picked for this CPU and its thread count decide the bits; ranks only
     // compare output hashes within one such group.
     const int threads = openblas_get_num_threads();
-    const std::string note = blas_kernels_note();
+    std::string note = blas_kernels_note();
+    if (note.empty()) note = blas_fallback_advice(openblas_get_corename(), cpu_vector_features());
     return std::string(openblas_get_config()) + ", " + openblas_get_corename() + " kernels" +
            (note.empty() ? "" : " (" + note + ")") + ", " + std::to_string(threads) +
            (threads == 1 ? " thread" : " threads");

@@ -32,6 +32,13 @@ if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && [[ -z "${OPENBLA
   if [[ "$alone" == Prescott ]]; then
     [[ "$detail" == *"(OPENBLAS_CORETYPE="*" set by shakedown: OpenBLAS took its Prescott fallback for this CPU model)"* ]] ||
       fail "the engine should say shakedown chose its kernels: $detail"
+    # A user's OPENBLAS_CORETYPE stands, even the fallback's; the engine then says what to set.
+    OPENBLAS_CORETYPE=Prescott "$MPIRUN" -x OPENBLAS_CORETYPE -n 2 "$SHAKEDOWN" run "${common[@]}" \
+      --out "$TMP/typo.h5" >"$TMP/typo.out" 2>&1
+    expect_rc 0 $? "gemm with OPENBLAS_CORETYPE=Prescott"
+    detail=$(h5dump -a /gemm/64x48x40/hash_group_0 "$TMP/typo.h5" | sed -n 's/.*(0): "\(.*\)"/\1/p')
+    [[ "$detail" == *"Prescott kernels (OpenBLAS's Prescott fallback, slow on this CPU: set OPENBLAS_CORETYPE="*")"* ]] ||
+      fail "the fallback the user asked for should say what to set: $detail"
   else
     [[ "$detail" == *"$alone kernels, "* ]] || fail "OpenBLAS's own choice ($alone) should stand: $detail"
   fi

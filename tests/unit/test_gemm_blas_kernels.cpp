@@ -62,5 +62,15 @@ TEST(BlasKernels, NoteNamesTheKernelsAndWhy) {
   }
 }
 
+// OpenBLAS on its fallback although shakedown did not set the kernels (the user's
+// OPENBLAS_CORETYPE asks for it): the engine's description says what to set.
+TEST(BlasKernels, FallbackLeftInPlaceSaysWhatToSet) {
+  EXPECT_EQ(blas_fallback_advice("Prescott", avx512()),
+            "OpenBLAS's Prescott fallback, slow on this CPU: set OPENBLAS_CORETYPE=SkylakeX (or "
+            "unset it and shakedown sets it)");
+  EXPECT_EQ(blas_fallback_advice("SkylakeX", avx512()), "");
+  EXPECT_EQ(blas_fallback_advice("Prescott", CpuVectorFeatures{}), "");
+}
+
 }  // namespace
 }  // namespace shakedown

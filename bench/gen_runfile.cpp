@@ -295,6 +295,10 @@ int generate(int argc, char** argv) {
   const auto& sizes = config.collectives.nccl_sizes.values;
   const auto it = static_cast<std::size_t>(iters);
   std::vector<double> row_ms;
+  // As rank 0's writer thread writes them (record/recorder.cpp): every job with flushes
+  // deferred, and the file flushed when its last flush is kFlushInterval old; a row's time
+  // includes the flush it triggers.
+  w.defer_flushes(true);
   auto flushed = std::chrono::steady_clock::now();
   double clock_us = 0;
   std::size_t sweeps = 0;
@@ -354,13 +358,8 @@ int generate(int argc, char** argv) {
           sd::set_iteration_stats(stats, g);
           stats.algbw_GBps = sd::algbw_gbps(counts.bytes, stats.time_med_us * 1e-6);
           stats.busbw_GBps = stats.algbw_GBps * info->busbw_factor(scope.nranks);
-          // As rank 0's writer thread does (record/recorder.cpp): rows go in with flushes
-          // deferred, and the file is flushed when the last flush is kFlushInterval old; a
-          // row's time includes the flush it triggers.
           const auto t0 = std::chrono::steady_clock::now();
-          w.defer_flushes(true);
           sd::append_collective_size(w, path, scope.ranks, stats, g);
-          w.defer_flushes(false);
           if (t0 - flushed >= sd::Recorder::kFlushInterval) {
             w.flush();
             flushed = std::chrono::steady_clock::now();
@@ -370,6 +369,8 @@ int generate(int argc, char** argv) {
       }
     }
   }
+  w.defer_flushes(false);
+  w.flush();
   w.set_attr(sd::schema::kCollectivesGroup, sd::schema::coll::kAttrBackend, std::string("nccl"));
   w.set_attr(sd::schema::kCollectivesGroup, sd::schema::coll::kAttrWrongTotal, std::uint64_t{0});
 

@@ -3,7 +3,7 @@
 // A model newer than the library falls back to its Prescott (SSE3) kernels: Debian 12's 0.3.21 on
 // an Emerald Rapids VM (family 6, model 207) runs SGEMM 5-10x below the AVX-512 kernels the CPU
 // has, so a CPU GEMM would fail gemm.tflops and name a healthy node. shakedown then starts itself
-// again, before anything else, with OPENBLAS_CORETYPE naming the kernels the CPU's features
+// again, before MPI starts, with OPENBLAS_CORETYPE naming the kernels the CPU's features
 // allow, and says so in the engine's description. A user's own OPENBLAS_CORETYPE is never
 // overridden.
 #include <string>
@@ -23,9 +23,9 @@ CpuVectorFeatures cpu_vector_features();
 // fallback on a CPU that has either; "" when its choice stands.
 std::string better_blas_core(std::string_view picked, const CpuVectorFeatures& cpu);
 
-// Called first in main(): when OpenBLAS took its fallback, OPENBLAS_CORETYPE is unset and this
-// process has not been started again for it already, sets it (and SHAKEDOWN_BLAS_FALLBACK to
-// what OpenBLAS had picked) and execs this executable (its path from /proc/self/exe) with the
+// Called by `run` before MPI starts: when OpenBLAS took its fallback, OPENBLAS_CORETYPE is unset
+// and this process has not been started again for it already, sets it (and SHAKEDOWN_BLAS_FALLBACK
+// to what OpenBLAS had picked) and execs this executable (its path from /proc/self/exe) with the
 // same arguments. Returns when nothing is to be done, or when the exec fails (then the
 // environment is as it was).
 void restart_for_blas_kernels(char** argv);

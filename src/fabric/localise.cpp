@@ -141,8 +141,13 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
       skip.insert(skip.end(), avoid.begin(), avoid.end());
       int g = next_good(skip);
       if (g < 0) g = next_good(chosen);
-      for (std::size_t j = 0; g < 0 && j < second.size(); ++j) {
-        if (std::find(chosen.begin(), chosen.end(), second[j]) == chosen.end()) g = second[j];
+      // Second choices it was not slow with first, for the same reason.
+      for (const std::vector<int>* not_these : {&skip, &chosen}) {
+        for (std::size_t j = 0; g < 0 && j < second.size(); ++j) {
+          if (std::find(not_these->begin(), not_these->end(), second[j]) == not_these->end()) {
+            g = second[j];
+          }
+        }
       }
       if (g < 0) break;
       chosen.push_back(g);
@@ -252,6 +257,12 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
     }
     return any;
   };
+  const auto failed_a_retest = [&](int node) {
+    for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+      if (plan.kinds[i] == RetestKind::kPartner && plan.subjects[i] == node && bad(i)) return true;
+    }
+    return false;
+  };
   // A suspect's retests against partners: those it failed with (cleared partners only) and
   // passed with.
   const auto with_good = [&](int node, std::vector<int>& failed_with,
@@ -295,16 +306,18 @@ Localisation localise(const Suspects& suspects, const RetestPlan& plan,
     } else if (f.failed_with.empty() && !f.passed_with.empty()) {
       f.outcome = Outcome::kAcquitted;
       // Cleared by its partners: a pair of it that is slow again is a link at fault, when the
-      // other end is a good node.
+      // other end is trusted too (a good node, or one whose own retests all passed).
       for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
         if (plan.kinds[i] != RetestKind::kAgain || plan.subjects[i] != node || !bad(i)) continue;
         LinkFinding link;
         link.pair = plan.pairs[i];
-        if (has(suspects.good, other_end(link.pair, node))) {
+        const int other = other_end(link.pair, node);
+        if (cleared(other)) {
           link.outcome = Outcome::kConvicted;
+        } else if (failed_a_retest(other)) {
+          link.why = "node " + std::to_string(other) + " was slow with other partners too";
         } else {
-          link.why = "node " + std::to_string(other_end(link.pair, node)) +
-                     " was slow with other partners too";
+          link.why = "node " + std::to_string(other) + " was not retested with a good partner";
         }
         out.links.push_back(std::move(link));
       }

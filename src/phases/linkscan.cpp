@@ -28,6 +28,14 @@ namespace shakedown {
 
 namespace {
 
+// An injected slowdown keeps the rank on its core, polling, as a slow link would (a sleep would
+// hand the core to others and change the timing of the pairs after it).
+void spin_for(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 using fabric::NodePair;
 using fabric::Round;
 
@@ -233,7 +241,8 @@ class LinkscanRun {
 
  private:
   // This rank's end of one pair: bandwidth windows, then the round trips. The lower position
-  // initiates (sends, pings and times); --inject slows both ends alike (they sleep in step).
+  // initiates (sends, pings and times); --inject stretches the initiator's windows and round
+  // trips (it polls, see spin_for; the other end waits for it).
   void measure(const Rail& rail, int me, int partner, Measured& m) {
     const int peer = rail.ranks[static_cast<std::size_t>(partner)];
     const bool initiator = me < partner;
@@ -253,7 +262,7 @@ class LinkscanRun {
       }
       if (!initiator) continue;
       if (f > 1) {
-        std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * t));
+        spin_for((f - 1) * t);
         t *= f;
       }
       if (i >= 0) m.bw_GBps[static_cast<std::size_t>(i)] = bytes / t / 1e9;
@@ -271,7 +280,7 @@ class LinkscanRun {
       }
     }
     if (!initiator) return;
-    if (f > 1) std::this_thread::sleep_for(std::chrono::duration<double>((f - 1) * round_trips_s));
+    if (f > 1) spin_for((f - 1) * round_trips_s);
     m.lat_us = median(half_us);
     m.lat_p99_us = percentile(half_us, 0.99);
     m.transport = link_.transport_to(peer);

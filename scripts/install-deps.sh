@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git
   openmpi-bin libopenmpi-dev
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev

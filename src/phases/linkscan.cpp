@@ -10,6 +10,8 @@
 #include <numeric>
 #include <thread>
 
+#include <sched.h>
+
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
@@ -27,6 +29,39 @@
 namespace shakedown {
 
 namespace {
+
+// On shared cores the two ends of the pair being measured may land on one CPU: both poll, so
+// each waits for the other's time slice (a pair read 0.3 GB/s instead of 20 until the scheduler
+// moved one of them, milliseconds later; half of the runs on 6 ranks and 2 cores had such a
+// pair). While a pair is measured there, the initiator's thread runs on the first CPU of its
+// mask and the partner's on the second; the mask is restored after. (Ranks given different
+// masks could still meet on one CPU; with one CPU each, nothing is changed.)
+class PairCpu {
+ public:
+  PairCpu(bool shared_cores, bool initiator) {
+    if (!shared_cores || sched_getaffinity(0, sizeof mask_, &mask_) != 0 || CPU_COUNT(&mask_) < 2) {
+      return;
+    }
+    int index = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &mask_) || index++ != (initiator ? 0 : 1)) continue;
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
+      break;
+    }
+  }
+  ~PairCpu() {
+    if (pinned_) (void)sched_setaffinity(0, sizeof mask_, &mask_);
+  }
+  PairCpu(const PairCpu&) = delete;
+  PairCpu& operator=(const PairCpu&) = delete;
+
+ private:
+  cpu_set_t mask_{};
+  bool pinned_ = false;
+};
 
 // An injected slowdown keeps the rank on its core, polling, as a slow link would (a sleep would
 // hand the core to others and change the timing of the pairs after it).
@@ -126,6 +161,7 @@ class LinkscanRun {
       for (std::size_t turn = 0; turn < turns; ++turn) {
         idle_barrier(ctx_.world());
         if (partner >= 0 && (!shared_cores_ || mine == turn)) {
+          const PairCpu cpu(shared_cores_, me < partner);
           measure(rail, me, partner, out[first + mine]);
         }
       }

@@ -9,7 +9,7 @@ packages=(
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libhwloc-dev hwloc
-  libopenblas-dev libxxhash-dev
+  libopenblas-dev libxxhash-dev libdeflate-dev
   libucx-dev ucx-utils
   libgtest-dev googletest
   python3 python3-h5py python3-pandas python3-jsonschema python3-prometheus-client
@@ -20,6 +20,7 @@ packages=(
 )
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets of scripts/test.sh;
 # llvm: llvm-symbolizer, so sanitizer reports name functions and lines.
+# libdeflate-dev: the recorder compresses its largest rows itself (faster than zlib, same format).
 # python3-jsonschema, python3-prometheus-client: the e2e tests validate the JSON report against
 # docs/report-schema.json and parse the Prometheus textfile with the client's own parser.
 # libjs-chart.js: Chart.js, which the HTML report inlines (built into the binary);

@@ -1,6 +1,9 @@
 #include "record/h5.hpp"
 
+#include <libdeflate.h>
+
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -636,13 +639,19 @@ Dataset open_appendable(hid_t loc, const std::string& path, const Dims& row_dims
   return dset;
 }
 
-// Grows the entry's dataset by count[0] rows and writes them behind the old ones.
+// Grows the entry's dataset by count[0] rows and writes them behind the old ones (compressed
+// by `cache` when the dataset qualifies, see AppendCache).
 void append_to(AppendCache::Entry& e, const void* data, const std::vector<hsize_t>& count,
-               hid_t mem_type) {
+               hid_t mem_type, AppendCache* cache) {
   if (count[0] == 0) return;
   std::vector<hsize_t> extent = count;
   extent[0] = e.rows + count[0];
   SD_H5_CHECK(H5Dset_extent(e.dset.get(), extent.data()));
+  e.mem_type = mem_type;
+  if (cache != nullptr && cache->write_direct(e, data, e.rows, count[0])) {
+    e.rows = extent[0];
+    return;
+  }
   Dataspace file_space(
       SD_H5_CHECK(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr)));
   std::vector<hsize_t> start(count.size(), 0);
@@ -657,11 +666,11 @@ void append_to(AppendCache::Entry& e, const void* data, const std::vector<hsize_
 }
 
 // Writes the rows waiting in `e` (hold_rows) behind those in the file.
-void write_waiting(AppendCache::Entry& e) {
+void write_waiting(AppendCache::Entry& e, AppendCache* cache) {
   if (e.pending_rows == 0) return;
   std::vector<hsize_t> count{e.pending_rows};
   count.insert(count.end(), e.row_dims.begin(), e.row_dims.end());
-  append_to(e, e.pending.data(), count, e.mem_type);
+  append_to(e, e.pending.data(), count, e.mem_type, cache);
   e.pending.clear();
   e.pending_rows = 0;
 }
@@ -687,16 +696,22 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   AppendCache::Entry* entry = cache != nullptr ? cache->find(path) : nullptr;
   if (entry != nullptr && (entry->file_type != file_type || entry->row_dims != row_dims)) {
     // Checked in full (with the message naming what differs) by open_appendable below.
-    write_waiting(*entry);
+    write_waiting(*entry, cache);
     cache->erase(path);
     entry = nullptr;
   }
   if (entry == nullptr) {
     if (!exists(loc, path)) {
-      Dataset created =
-          create_appendable(loc, path, rows, count, compression, mem_type, file_type, chunk_rows);
+      Dataset created = create_appendable(loc, path, cache == nullptr ? rows : std::span<const T>(),
+                                          count, compression, mem_type, file_type, chunk_rows);
       if (cache != nullptr) {
-        cache->insert(path, {std::move(created), file_type, row_dims, new_rows});
+        AppendCache::Entry* made =
+            cache->insert(path, {std::move(created), file_type, row_dims, new_rows});
+        made->mem_type = mem_type;
+        if (!rows.empty() && !cache->write_direct(*made, rows.data(), 0, new_rows)) {
+          SD_H5_CHECK(
+              H5Dwrite(made->dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
+        }
       }
       return;
     }
@@ -710,7 +725,7 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
     }
     if (cache == nullptr) {
       AppendCache::Entry once{std::move(dset), file_type, row_dims, rows_now};
-      append_to(once, rows.data(), count, mem_type);
+      append_to(once, rows.data(), count, mem_type, nullptr);
       once.dset.close();
       return;
     }
@@ -722,10 +737,10 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
       entry->mem_type = mem_type;
       entry->pending.insert(entry->pending.end(), bytes, bytes + rows.size_bytes());
       entry->pending_rows += new_rows;
-      if (entry->pending.size() >= AppendCache::kPendingBytes) write_waiting(*entry);
+      if (entry->pending.size() >= AppendCache::kPendingBytes) write_waiting(*entry, cache);
     } else {
-      write_waiting(*entry);
-      append_to(*entry, rows.data(), count, mem_type);
+      write_waiting(*entry, cache);
+      append_to(*entry, rows.data(), count, mem_type, cache);
     }
   } catch (...) {
     cache->erase(path);  // its row count may no longer be what the file holds
@@ -733,7 +748,76 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   }
 }
 
+// The deflate level of a dataset whose chunks are single whole rows filtered by shuffle, then
+// deflate, and whose rows sit in memory as in the file; 0 for any other.
+int direct_deflate_level(const AppendCache::Entry& e) {
+  if constexpr (std::endian::native != std::endian::little) return 0;
+  if (e.mem_type < 0 || SD_H5_CHECK(H5Tequal(e.mem_type, e.file_type)) <= 0) return 0;
+  PropList dcpl(SD_H5_CHECK(H5Dget_create_plist(e.dset.get())));
+  if (SD_H5_CHECK(H5Pget_layout(dcpl.get())) != H5D_CHUNKED) return 0;
+  std::vector<hsize_t> chunk(e.row_dims.size() + 1);
+  if (SD_H5_CHECK(H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data())) !=
+          static_cast<int>(chunk.size()) ||
+      chunk[0] != 1 || !std::equal(chunk.begin() + 1, chunk.end(), e.row_dims.begin())) {
+    return 0;
+  }
+  if (SD_H5_CHECK(H5Pget_nfilters(dcpl.get())) != 2) return 0;
+  unsigned flags = 0;
+  std::size_t count = 1;
+  unsigned values[1] = {0};
+  unsigned config = 0;
+  if (SD_H5_CHECK(H5Pget_filter2(dcpl.get(), 0, &flags, &count, values, 0, nullptr, &config)) !=
+      H5Z_FILTER_SHUFFLE) {
+    return 0;
+  }
+  count = 1;
+  values[0] = 0;
+  if (SD_H5_CHECK(H5Pget_filter2(dcpl.get(), 1, &flags, &count, values, 0, nullptr, &config)) !=
+          H5Z_FILTER_DEFLATE ||
+      count < 1) {
+    return 0;
+  }
+  return std::clamp(static_cast<int>(values[0]), 1, 9);
+}
+
 }  // namespace
+
+void AppendCache::CompressorFree::operator()(libdeflate_compressor* c) const noexcept {
+  libdeflate_free_compressor(c);
+}
+
+bool AppendCache::write_direct(Entry& e, const void* data, hsize_t first, hsize_t nrows) {
+  if (e.direct_level < 0) e.direct_level = direct_deflate_level(e);
+  if (e.direct_level == 0) return false;
+  if (!compressor_ || compressor_level_ != e.direct_level) {
+    compressor_.reset(libdeflate_alloc_compressor(e.direct_level));
+    if (!compressor_) throw std::bad_alloc();
+    compressor_level_ = e.direct_level;
+  }
+  const std::size_t element = SD_H5_CHECK(H5Tget_size(e.file_type));
+  std::size_t per_row = 1;
+  for (std::uint64_t d : e.row_dims) per_row *= d;
+  const std::size_t row_bytes = per_row * element;
+  shuffled_.resize(row_bytes);
+  compressed_.resize(libdeflate_zlib_compress_bound(compressor_.get(), row_bytes));
+  std::vector<hsize_t> offset(e.row_dims.size() + 1, 0);
+  const auto* rows = static_cast<const unsigned char*>(data);
+  for (hsize_t k = 0; k < nrows; ++k) {
+    // HDF5's shuffle: byte j of element i goes to j * per_row + i.
+    const unsigned char* row = rows + k * row_bytes;
+    for (std::size_t i = 0; i < per_row; ++i) {
+      for (std::size_t j = 0; j < element; ++j) shuffled_[j * per_row + i] = row[i * element + j];
+    }
+    const std::size_t size = libdeflate_zlib_compress(
+        compressor_.get(), shuffled_.data(), row_bytes, compressed_.data(), compressed_.size());
+    if (size == 0) throw InternalError("libdeflate: a row did not fit its compression bound");
+    offset[0] = first + k;
+    SD_H5_CHECK(
+        H5Dwrite_chunk(e.dset.get(), H5P_DEFAULT, 0, offset.data(), size, compressed_.data()));
+    ++direct_rows_;
+  }
+  return true;
+}
 
 AppendCache::Entry* AppendCache::find(const std::string& path) {
   const auto it = entries_.find(path);
@@ -753,7 +837,7 @@ AppendCache::Entry* AppendCache::insert(const std::string& path, Entry entry) {
         oldest = p;
       }
     }
-    write_waiting(entries_.at(oldest));
+    write_waiting(entries_.at(oldest), this);
     entries_.erase(oldest);
   }
   entry.last_use = ++uses_;
@@ -771,7 +855,7 @@ void AppendCache::clear() noexcept {
 void AppendCache::write_pending() {
   for (auto& [path, e] : entries_) {
     try {
-      write_waiting(e);
+      write_waiting(e, this);
     } catch (...) {
       const std::string failed = path;  // not the key of the node being erased
       entries_.erase(failed);           // its row count may no longer be what the file holds

@@ -440,5 +440,60 @@ TEST(RecordAppend, WaitingRowsSurviveEvictionAndAnUnfinishedWriter) {
   }
 }
 
+// Whole-row chunks (a world-scope size-row) are shuffled and deflated by the cache itself and
+// written with H5Dwrite_chunk: HDF5's own filter pipeline reads them back exactly, rows written
+// at creation, one at a time and held to a flush alike, with NaN and negative values; small rows
+// (several per chunk) and uncompressed datasets are left to HDF5.
+TEST(RecordAppend, WholeRowChunksAreCompressedByTheCacheAndReadBackByHdf5) {
+  TempDir dir;
+  const Dims row{20, 1024};  // 80 KiB of float32
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 5; ++r) {
+    std::vector<float> v(20 * 1024);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>(100.0 + 0.37 * static_cast<double>((i * 7919 + r) % 1000) - r);
+    }
+    v[static_cast<std::size_t>(r) * 13] = std::numeric_limits<float>::quiet_NaN();
+    rows.push_back(std::move(v));
+  }
+  h5::AppendCache cache;
+  {
+    h5::File f = h5::create_file(dir / "direct.h5");
+    h5::append_rows(f.get(), "/w/time_us", rows[0], row, 1, &cache);  // created with a row
+    h5::append_rows(f.get(), "/w/time_us", rows[1], row, 1, &cache);  // appended
+    cache.hold_rows(true);
+    h5::append_rows(f.get(), "/w/time_us", concat<float>({rows[2], rows[3]}), row, 1, &cache);
+    h5::append_rows(f.get(), "/w/time_us", rows[4], row, 1, &cache);
+    cache.write_pending();
+    cache.hold_rows(false);
+    // 64-byte rows (8 to a chunk, not compressed) and compression 0: HDF5 writes those.
+    h5::append_rows(f.get(), "/w/small", iota_values<double>(8, 0.5), {8}, 1, &cache);
+    h5::append_rows(f.get(), "/w/plain", rows[0], row, 0, &cache);
+    h5::append_rows(f.get(), "/w/plain", rows[1], row, 0, &cache);
+    cache.write_pending();
+    cache.clear();
+  }
+  EXPECT_EQ(cache.direct_rows(), 5u);
+  const std::filesystem::path file = dir / "direct.h5";
+  EXPECT_TRUE(compressed(file, "/w/time_us"));
+  EXPECT_FALSE(compressed(file, "/w/plain"));
+  EXPECT_EQ(layout_of(file, "/w/time_us").chunk, (Dims{1, 20, 1024}));
+  h5::File back = h5::open_file(file, /*writable=*/false);
+  Dims dims;
+  const std::vector<double> got = h5::read_dataset_double(back.get(), "/w/time_us", &dims);
+  EXPECT_EQ(dims, (Dims{5, 20, 1024}));
+  const std::vector<float> want = concat(rows);
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const bool same =
+        std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == static_cast<double>(want[i]);
+    differ += same ? 0 : 1;
+  }
+  EXPECT_EQ(differ, 0u);
+  EXPECT_EQ(h5::read_dataset_double(back.get(), "/w/small"), iota_values<double>(8, 0.5));
+  EXPECT_EQ(h5::read_dataset_double(back.get(), "/w/plain").size(), 2u * 20 * 1024);
+}
+
 }  // namespace
 }  // namespace shakedown

@@ -136,19 +136,21 @@ RetestPlan plan_retests(const Suspects& suspects, int partners, int budget) {
     for (const NodePair& p : suspects.failing) {
       if (p.a == node || p.b == node) avoid.push_back(other_end(p, node));
     }
+    // In order: a good node it was not slow with, a second choice it was not slow with, a good
+    // node it was slow with, any second choice.
+    const auto second_not_in = [&](const std::vector<int>& not_these) {
+      for (const int n : second) {
+        if (std::find(not_these.begin(), not_these.end(), n) == not_these.end()) return n;
+      }
+      return -1;
+    };
     for (std::size_t k = 0; k < want; ++k) {
       std::vector<int> skip = chosen;
       skip.insert(skip.end(), avoid.begin(), avoid.end());
       int g = next_good(skip);
+      if (g < 0) g = second_not_in(skip);
       if (g < 0) g = next_good(chosen);
-      // Second choices it was not slow with first, for the same reason.
-      for (const std::vector<int>* not_these : {&skip, &chosen}) {
-        for (std::size_t j = 0; g < 0 && j < second.size(); ++j) {
-          if (std::find(not_these->begin(), not_these->end(), second[j]) == not_these->end()) {
-            g = second[j];
-          }
-        }
-      }
+      if (g < 0) g = second_not_in(chosen);
       if (g < 0) break;
       chosen.push_back(g);
     }

@@ -15,7 +15,8 @@
 //     transfer; a slow node or link is slow every time);
 //  4. convict: a node that fails with at least two different good partners; a link that fails
 //     again while both its ends pass with good partners (a suspect link's ends, or a suspect
-//     node the partners cleared and the good node at the other end of its slow pair). A suspect
+//     node the partners cleared and the other end of its slow pair when that end is a good node
+//     or passed all its own retests with good partners). A suspect
 //     that passes its retests is acquitted (the first pass saw something transient); anything else
 //     stays unresolved, with the reason.
 // Everything here is a pure function of the numbers, so every rank computes the same retest plan

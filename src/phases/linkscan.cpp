@@ -161,7 +161,6 @@ class LinkscanRun {
       for (std::size_t turn = 0; turn < turns; ++turn) {
         idle_barrier(ctx_.world());
         if (partner >= 0 && (!shared_cores_ || mine == turn)) {
-          const PairCpu cpu(shared_cores_, me < partner);
           measure(rail, me, partner, out[first + mine]);
         }
       }
@@ -287,6 +286,8 @@ class LinkscanRun {
     const double bytes =
         static_cast<double>(cfg_.bytes) * cfg_.window * (cfg_.bidirectional ? 2 : 1);
     link_.connect(peer);
+    // After connect: a thread the transport starts there must not inherit the one-CPU mask.
+    const PairCpu cpu(shared_cores_, initiator);
     for (int i = -cfg_.warmup; i < cfg_.reps; ++i) {
       double t = 0;
       if (cfg_.bidirectional) {

@@ -705,13 +705,15 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
       Dataset created = create_appendable(loc, path, cache == nullptr ? rows : std::span<const T>(),
                                           count, compression, mem_type, file_type, chunk_rows);
       if (cache != nullptr) {
-        AppendCache::Entry* made =
-            cache->insert(path, {std::move(created), file_type, row_dims, new_rows});
-        made->mem_type = mem_type;
-        if (!rows.empty() && !cache->write_direct(*made, rows.data(), 0, new_rows)) {
+        // The rows first: inserting may close another dataset, whose failure must not leave
+        // this one created without them.
+        AppendCache::Entry made{std::move(created), file_type, row_dims, new_rows};
+        made.mem_type = mem_type;
+        if (!rows.empty() && !cache->write_direct(made, rows.data(), 0, new_rows)) {
           SD_H5_CHECK(
-              H5Dwrite(made->dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
+              H5Dwrite(made.dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
         }
+        cache->insert(path, std::move(made));
       }
       return;
     }

@@ -2,6 +2,7 @@
 // round-robin rounds, and planted bad nodes and links convicted exactly, healthy noise nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -298,6 +299,73 @@ TEST(Localise, ASlowLinkIsConvictedWhenNoiseLeavesOneGoodNode) {
       EXPECT_EQ(f.outcome, Outcome::kAcquitted) << f.pair.a << "-" << f.pair.b;
     }
   }
+}
+
+TEST(Localise, ASuspectIsNotRetestedWithAGoodNodeItWasSlowWithWhileAnotherIsLeft) {
+  // 6 nodes, link 0-3 slow, and 0-1, 1-2 slow once by chance: node 0 is the suspect, 1-2 a
+  // suspect link, 3, 4 and 5 good. Node 0's partners: 4, 5 and 2 (not 3, the slow link's end),
+  // so the partners clear it and 0-3, slow again, is the link convicted.
+  const int n = 6;
+  std::vector<PairResult> pass;
+  for (const Round& round : circle_rounds(n)) {
+    for (const NodePair& p : round) {
+      const bool slow = p == NodePair{0, 3} || p == NodePair{0, 1} || p == NodePair{1, 2};
+      pass.push_back({p, slow ? 1.0 : 10.0, 2.0});
+    }
+  }
+  const Thresholds t;
+  const Judged judged = judge_pass(n, pass, t);
+  const Suspects& s = judged.suspects;
+  ASSERT_EQ(s.nodes, std::vector<int>{0});
+  ASSERT_EQ(s.links, (std::vector<NodePair>{{1, 2}}));
+  ASSERT_EQ(s.good, (std::vector<int>{3, 4, 5}));
+  // Three partners wanted: 4 and 5 (good, not slow with it), then the second choice 2 before
+  // the good node 3 it was slow with.
+  const RetestPlan plan = plan_retests(s, 3, 100);
+  std::vector<int> partners;
+  for (std::size_t i = 0; i < plan.pairs.size(); ++i) {
+    if (plan.kinds[i] == RetestKind::kPartner && plan.subjects[i] == 0) {
+      partners.push_back(plan.pairs[i].a == 0 ? plan.pairs[i].b : plan.pairs[i].a);
+    }
+  }
+  ASSERT_EQ(partners.size(), 3u);
+  EXPECT_EQ(std::count(partners.begin(), partners.end(), 3), 0) << "retested with node 3";
+  std::vector<PairResult> retests;
+  for (const NodePair& p : plan.pairs)
+    retests.push_back({p, p == NodePair{0, 3} ? 1.0 : 10.0, 2.0});
+  const Localisation l = localise(s, plan, retests, judged.reference, t);
+  EXPECT_TRUE(convicted_nodes(l).empty());
+  EXPECT_EQ(convicted_links(l), (std::vector<NodePair>{{0, 3}}));
+}
+
+TEST(Localise, ALinkWhoseOtherEndFailsItsOwnRetestIsNotConvicted) {
+  // As above, but node 1 is slow (fails its partner retest with a good node): the slow 0-1 run
+  // again is not a link at fault while its other end is itself in doubt.
+  Suspects s;
+  s.nodes = {0};
+  s.links = {{1, 2}};
+  s.failing = {{0, 1}, {0, 3}, {1, 2}};
+  s.good = {3, 4, 5};
+  RetestPlan plan;
+  const auto add = [&](NodePair p, RetestKind k, int subject) {
+    plan.pairs.push_back(p);
+    plan.kinds.push_back(k);
+    plan.subjects.push_back(subject);
+  };
+  add({0, 4}, RetestKind::kPartner, 0);
+  add({0, 5}, RetestKind::kPartner, 0);
+  add({0, 1}, RetestKind::kAgain, 0);
+  add({1, 2}, RetestKind::kAgain, -1);
+  add({1, 4}, RetestKind::kPartner, 1);
+  add({2, 5}, RetestKind::kPartner, 2);
+  const std::vector<PairResult> retests = {{{0, 4}, 10, 2}, {{0, 5}, 10, 2}, {{0, 1}, 1, 2},
+                                           {{1, 2}, 1, 2},  {{1, 4}, 1, 2},  {{2, 5}, 10, 2}};
+  const Localisation l = localise(s, plan, retests, Reference{10, 2}, Thresholds{});
+  EXPECT_TRUE(convicted_links(l).empty());
+  ASSERT_FALSE(l.links.empty());
+  EXPECT_EQ(l.links[0].pair, (NodePair{0, 1}));
+  EXPECT_EQ(l.links[0].outcome, Outcome::kUnresolved);
+  EXPECT_EQ(l.links[0].why, "node 1 was slow with other partners too");
 }
 
 TEST(Localise, ALinkToANodeNeverRetestedStaysUnresolvedAndSaysSo) {

@@ -338,26 +338,37 @@ TEST(Localise, ASuspectIsNotRetestedWithAGoodNodeItWasSlowWithWhileAnotherIsLeft
   EXPECT_EQ(convicted_links(l), (std::vector<NodePair>{{0, 3}}));
 }
 
-TEST(Localise, ALinkWhoseOtherEndFailsItsOwnRetestIsNotConvicted) {
-  // As above, but node 1 is slow (fails its partner retest with a good node): the slow 0-1 run
-  // again is not a link at fault while its other end is itself in doubt.
+// Node 0 suspect (slow with 1 and 3), link 1-2 suspect, 3-5 good; node 0 retested with good
+// partners 4 and 5 and its slow pair 0-1 again.
+Suspects node0_and_link12_suspect() {
   Suspects s;
   s.nodes = {0};
   s.links = {{1, 2}};
   s.failing = {{0, 1}, {0, 3}, {1, 2}};
   s.good = {3, 4, 5};
+  return s;
+}
+void add(RetestPlan& plan, NodePair p, RetestKind k, int subject) {
+  plan.pairs.push_back(p);
+  plan.kinds.push_back(k);
+  plan.subjects.push_back(subject);
+}
+RetestPlan node0_cleared_plan() {
   RetestPlan plan;
-  const auto add = [&](NodePair p, RetestKind k, int subject) {
-    plan.pairs.push_back(p);
-    plan.kinds.push_back(k);
-    plan.subjects.push_back(subject);
-  };
-  add({0, 4}, RetestKind::kPartner, 0);
-  add({0, 5}, RetestKind::kPartner, 0);
-  add({0, 1}, RetestKind::kAgain, 0);
-  add({1, 2}, RetestKind::kAgain, -1);
-  add({1, 4}, RetestKind::kPartner, 1);
-  add({2, 5}, RetestKind::kPartner, 2);
+  add(plan, {0, 4}, RetestKind::kPartner, 0);
+  add(plan, {0, 5}, RetestKind::kPartner, 0);
+  add(plan, {0, 1}, RetestKind::kAgain, 0);
+  return plan;
+}
+
+TEST(Localise, ALinkWhoseOtherEndFailsItsOwnRetestIsNotConvicted) {
+  // As above, but node 1 is slow (fails its partner retest with a good node): the slow 0-1 run
+  // again is not a link at fault while its other end is itself in doubt.
+  const Suspects s = node0_and_link12_suspect();
+  RetestPlan plan = node0_cleared_plan();
+  add(plan, {1, 2}, RetestKind::kAgain, -1);
+  add(plan, {1, 4}, RetestKind::kPartner, 1);
+  add(plan, {2, 5}, RetestKind::kPartner, 2);
   const std::vector<PairResult> retests = {{{0, 4}, 10, 2}, {{0, 5}, 10, 2}, {{0, 1}, 1, 2},
                                            {{1, 2}, 1, 2},  {{1, 4}, 1, 2},  {{2, 5}, 10, 2}};
   const Localisation l = localise(s, plan, retests, Reference{10, 2}, Thresholds{});
@@ -371,20 +382,8 @@ TEST(Localise, ALinkWhoseOtherEndFailsItsOwnRetestIsNotConvicted) {
 TEST(Localise, ALinkToANodeNeverRetestedStaysUnresolvedAndSaysSo) {
   // Node 0 is cleared by its good partners and 0-1 is slow again, but node 1 (an end of another
   // suspect link left out by the budget) was never retested: the link is not convicted.
-  Suspects s;
-  s.nodes = {0};
-  s.links = {{1, 2}};
-  s.failing = {{0, 1}, {0, 3}, {1, 2}};
-  s.good = {3, 4, 5};
-  RetestPlan plan;
-  const auto add = [&](NodePair p, RetestKind k, int subject) {
-    plan.pairs.push_back(p);
-    plan.kinds.push_back(k);
-    plan.subjects.push_back(subject);
-  };
-  add({0, 4}, RetestKind::kPartner, 0);
-  add({0, 5}, RetestKind::kPartner, 0);
-  add({0, 1}, RetestKind::kAgain, 0);
+  const Suspects s = node0_and_link12_suspect();
+  RetestPlan plan = node0_cleared_plan();
   plan.unplanned_links = {{1, 2}};
   const std::vector<PairResult> retests = {{{0, 4}, 10, 2}, {{0, 5}, 10, 2}, {{0, 1}, 1, 2}};
   const Localisation l = localise(s, plan, retests, Reference{10, 2}, Thresholds{});

@@ -576,17 +576,18 @@ std::uint64_t chunk_bytes(const std::vector<hsize_t>& chunk, std::size_t element
   return bytes;
 }
 
-// Creates `path` holding `rows` and returns it open (for the append cache).
+// Creates `path` with no rows yet (rows of shape `row_dims`, stored as `file_type`) and returns
+// it open; append_to writes the first rows as every later one.
 template <class T>
-Dataset create_appendable(hid_t loc, const std::string& path, std::span<const T> rows,
-                          const std::vector<hsize_t>& shape, int compression, hid_t mem_type,
+Dataset create_appendable(hid_t loc, const std::string& path, const Dims& row_dims, int compression,
                           hid_t file_type, std::uint64_t chunk_rows) {
+  std::vector<hsize_t> shape{0};
+  shape.insert(shape.end(), row_dims.begin(), row_dims.end());
   std::vector<hsize_t> max_shape = shape;
   max_shape[0] = H5S_UNLIMITED;
   Dataspace space(SD_H5_CHECK(
       H5Screate_simple(static_cast<int>(shape.size()), shape.data(), max_shape.data())));
   PropList dcpl(SD_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-  const Dims row_dims(shape.begin() + 1, shape.end());
   const std::vector<hsize_t> chunk = append_chunk_dims(row_dims, sizeof(T), chunk_rows);
   SD_H5_CHECK(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
   if (compression > 0 && chunk_bytes(chunk, sizeof(T)) >= kAppendCompressMinBytes &&
@@ -595,12 +596,8 @@ Dataset create_appendable(hid_t loc, const std::string& path, std::span<const T>
     SD_H5_CHECK(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(compression, 9))));
   }
   PropList lcpl = intermediate_groups();
-  Dataset dset(SD_H5_CHECK(
+  return Dataset(SD_H5_CHECK(
       H5Dcreate2(loc, path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT)));
-  if (!rows.empty()) {
-    SD_H5_CHECK(H5Dwrite(dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
-  }
-  return dset;
 }
 
 // Opens `path` for appending rows of `row_dims` stored as `file_type`; InternalError when it is
@@ -702,19 +699,13 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
   }
   if (entry == nullptr) {
     if (!exists(loc, path)) {
-      Dataset created = create_appendable(loc, path, cache == nullptr ? rows : std::span<const T>(),
-                                          count, compression, mem_type, file_type, chunk_rows);
-      if (cache != nullptr) {
-        // The rows first: inserting may close another dataset, whose failure must not leave
-        // this one created without them.
-        AppendCache::Entry made{std::move(created), file_type, row_dims, new_rows};
-        made.mem_type = mem_type;
-        if (!rows.empty() && !cache->write_direct(made, rows.data(), 0, new_rows)) {
-          SD_H5_CHECK(
-              H5Dwrite(made.dset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
-        }
-        cache->insert(path, std::move(made));
-      }
+      AppendCache::Entry made{
+          create_appendable<T>(loc, path, row_dims, compression, file_type, chunk_rows), file_type,
+          row_dims, 0};
+      // The rows first: inserting may close another dataset, whose failure must not leave this
+      // one created without them.
+      append_to(made, rows.data(), count, mem_type, cache);
+      if (cache != nullptr) cache->insert(path, std::move(made));
       return;
     }
     Dataset dset = open_appendable(loc, path, row_dims, file_type);

@@ -203,9 +203,10 @@ inline constexpr std::uint64_t kAppendCompressMinBytes = 1024;
 // grow-and-write per dataset per flush instead of one per row. clear() and erase() drop rows
 // still waiting: call write_pending() first unless the file is being given up.
 // Datasets whose chunks are single whole rows filtered by shuffle + deflate (rows of at least
-// kAppendChunkMinBytes: a world-scope size-row) get their rows compressed here, with libdeflate
-// (2-3x faster than zlib's compress2 at the same level; the same zlib stream, so every HDF5
-// reader inflates it as it would its own filter's output), and written with H5Dwrite_chunk.
+// kAppendCompressMinBytes, compression > 0: a world-scope size-row) get their rows compressed here,
+// with libdeflate (2-3x faster than zlib's compress2 at the same level; the same zlib stream, so
+// every HDF5 reader inflates it as it would its own filter's output), and written with
+// H5Dwrite_chunk.
 class AppendCache {
  public:
   static constexpr std::size_t kCapacity = 32;
@@ -218,7 +219,7 @@ class AppendCache {
     Dims row_dims;
     hsize_t rows;  // rows in the file
     std::uint64_t last_use = 0;
-    hid_t mem_type = -1;                 // of the rows waiting
+    hid_t mem_type = -1;                 // of the rows waiting (and the last written)
     std::vector<unsigned char> pending;  // rows not yet in the file, in mem_type
     hsize_t pending_rows = 0;
     int direct_level = -1;  // -1 not yet known; 0 HDF5 writes the rows; > 0 see above

@@ -8,9 +8,10 @@ cd "$root"
 bash scripts/install-deps.sh
 build=${SHAKEDOWN_BUILD_DIR:-build-release}
 # A new build folder gets no tests (quicker); one that scripts/test.sh configured keeps its own.
-# A new one is built with Ninja (quicker on few cores); an existing one keeps its generator.
+# New folders are built with Ninja (quicker on few cores); a configured one keeps its generator.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 tests=()
-[[ -f "$build/CMakeCache.txt" ]] || tests=(-DSHAKEDOWN_TESTS=OFF -GNinja)
+[[ -f "$build/CMakeCache.txt" ]] || tests=(-DSHAKEDOWN_TESTS=OFF)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${tests[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 mkdir -p results

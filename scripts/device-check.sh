@@ -84,15 +84,16 @@ find_cuda_lib() {
   return 1
 }
 
-# Ninja for a new build folder when installed; a folder already configured keeps its generator.
-generator_for() { [[ -f "$1/CMakeCache.txt" ]] || ! command -v ninja >/dev/null || echo "-GNinja"; }
+# Ninja for new build folders when installed (CMake's default generator; a folder already
+# configured keeps its own).
+if [[ -z "${CMAKE_GENERATOR:-}" ]] && command -v ninja >/dev/null; then export CMAKE_GENERATOR=Ninja; fi
 
 # ---------------------------------------------------------------- --bundle (build machine side)
 if [[ "${1:-}" == "--bundle" ]]; then
   bbuild=${SHAKEDOWN_BUILD_DIR:-build-device-bundle-build}
   # --as-needed: the tests use only a few of the libraries the CMake targets link, and the
   # bundle must stay small enough to carry (libnccl itself is taken from the GPU machine).
-  cmake -S . -B "$bbuild" $(generator_for "$bbuild") -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_CUDA=ON \
+  cmake -S . -B "$bbuild" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_CUDA=ON \
     -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed >/dev/null || die "configure (-DSHAKEDOWN_CUDA=ON)"
   cmake --build "$bbuild" -j "$jobs" --target gpu_tests bench_gemm_gpu ||
     die "build of gpu_tests and bench_gemm_gpu"
@@ -200,7 +201,7 @@ else
     export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   need_time 60 "configure"
-  timeout "$(slice 120)" cmake -S . -B "$build" $(generator_for "$build") -DCMAKE_BUILD_TYPE=Release \
+  timeout "$(slice 120)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DSHAKEDOWN_CUDA=ON "${nccl_args[@]}" >"$out/configure.log" 2>&1 ||
     die "configure with -DSHAKEDOWN_CUDA=ON (see $out/configure.log):"$'\n'"$(tail -20 "$out/configure.log")"
   need_time 60 "build of gpu_tests"

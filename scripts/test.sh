@@ -39,21 +39,21 @@ step "dependencies"
 
 jobs=$(nproc)
 sanitizers=${SHAKEDOWN_SANITIZERS:-1}
-# A new build folder uses Ninja (a quarter less time than Makefiles on CI's 2 cores: it keeps
-# both busy across targets); a folder already configured keeps its generator.
-generator() { [[ -f "$1/CMakeCache.txt" ]] || echo "-GNinja"; }
+# New build folders use Ninja (a quarter less time than Makefiles on CI's 2 cores: it keeps both
+# busy across targets): CMake's default generator, which a folder already configured ignores.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
 lines_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -gline-tables-only -DNDEBUG'
             -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -gline-tables-only -DNDEBUG')
 asan=${SHAKEDOWN_ASAN_DIR:-build-asan}
 tsan=${SHAKEDOWN_TSAN_DIR:-build-tsan}
 configure_asan() {
-  cmake -S . -B "$asan" $(generator "$asan") -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  cmake -S . -B "$asan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" "${unity[@]}" -DSHAKEDOWN_SANITIZE=address,undefined -DSHAKEDOWN_FUZZ=ON \
     -DSHAKEDOWN_CUDA=OFF -DSHAKEDOWN_BENCH=OFF >/dev/null
 }
 configure_tsan() {
-  cmake -S . -B "$tsan" $(generator "$tsan") -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  cmake -S . -B "$tsan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "${lines_only[@]}" "${unity[@]}" -DSHAKEDOWN_SANITIZE=thread -DSHAKEDOWN_CUDA=OFF \
     -DSHAKEDOWN_BENCH=OFF >/dev/null
 }
@@ -63,7 +63,7 @@ build_tsan=(cmake --build "$tsan" -j "$jobs" --target unit_runtime unit_telemetr
 # One GCC build, Release with the tests: what scripts/demo.sh and users build (-O3 warns
 # differently from -O2); the README test runs the demo, which then finds this build ready.
 build=${SHAKEDOWN_BUILD_DIR:-build-release}
-cmake -S . -B "$build" $(generator "$build") -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=ON \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_WERROR=ON -DSHAKEDOWN_TESTS=ON \
   -DSHAKEDOWN_CUDA=AUTO "${unity[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 step "Release build with the tests (warnings are errors)"

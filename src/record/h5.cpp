@@ -698,12 +698,32 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
     entry = nullptr;
   }
   if (entry == nullptr) {
-    if (!exists(loc, path)) {
+    // In the group kept open by the cache when there is one (a sweep's datasets share theirs).
+    hid_t where = loc;
+    std::string name = path;
+    if (const auto slash = path.rfind('/');
+        cache != nullptr && slash != std::string::npos && slash > 0 && path.front() == '/') {
+      if (const hid_t group = cache->parent_group(loc, path.substr(0, slash)); group >= 0) {
+        where = group;
+        name = path.substr(slash + 1);
+      }
+    }
+    if (!exists(where, name)) {
+      // Room first: closing another dataset may fail, which must not leave this one created
+      // without its rows.
+      if (cache != nullptr) cache->make_room();
       AppendCache::Entry made{
-          create_appendable<T>(loc, path, row_dims, compression, file_type, chunk_rows), file_type,
-          row_dims, 0};
-      // The rows first: inserting may close another dataset, whose failure must not leave this
-      // one created without them.
+          create_appendable<T>(where, name, row_dims, compression, file_type, chunk_rows),
+          file_type, row_dims, 0};
+      if (cache != nullptr && cache->holding_rows()) {
+        const auto* bytes = reinterpret_cast<const unsigned char*>(rows.data());
+        made.mem_type = mem_type;
+        made.pending.assign(bytes, bytes + rows.size_bytes());
+        made.pending_rows = new_rows;
+        AppendCache::Entry* held = cache->insert(path, std::move(made));
+        if (held->pending.size() >= AppendCache::kPendingBytes) write_waiting(*held, cache);
+        return;
+      }
       append_to(made, rows.data(), count, mem_type, cache);
       if (cache != nullptr) cache->insert(path, std::move(made));
       return;
@@ -821,20 +841,36 @@ AppendCache::Entry* AppendCache::find(const std::string& path) {
 
 AppendCache::Entry* AppendCache::insert(const std::string& path, Entry entry) {
   entries_.erase(path);
-  if (entries_.size() >= kCapacity) {
-    std::string oldest;
-    std::uint64_t when = UINT64_MAX;
-    for (const auto& [p, e] : entries_) {
-      if (e.last_use < when) {
-        when = e.last_use;
-        oldest = p;
-      }
-    }
-    write_waiting(entries_.at(oldest), this);
-    entries_.erase(oldest);
-  }
+  make_room();
   entry.last_use = ++uses_;
   return &entries_.emplace(path, std::move(entry)).first->second;
+}
+
+void AppendCache::make_room() {
+  if (entries_.size() < kCapacity) return;
+  std::string oldest;
+  std::uint64_t when = UINT64_MAX;
+  for (const auto& [p, e] : entries_) {
+    if (e.last_use < when) {
+      when = e.last_use;
+      oldest = p;
+    }
+  }
+  write_waiting(entries_.at(oldest), this);
+  entries_.erase(oldest);
+}
+
+hid_t AppendCache::parent_group(hid_t loc, const std::string& parent) {
+  if (parent_ && parent == parent_path_) return parent_.get();
+  parent_.reset();
+  parent_path_.clear();
+  // Not there yet (its first dataset creates it) or not a group: asked again next time.
+  if (!exists(loc, parent)) return H5I_INVALID_HID;
+  Object obj = open_object(loc, parent);
+  if (H5Iget_type(obj.get()) != H5I_GROUP) return H5I_INVALID_HID;
+  parent_ = Group(obj.release());
+  parent_path_ = parent;
+  return parent_.get();
 }
 
 void AppendCache::erase(const std::string& path) {
@@ -843,6 +879,8 @@ void AppendCache::erase(const std::string& path) {
 
 void AppendCache::clear() noexcept {
   entries_.clear();
+  parent_.reset();
+  parent_path_.clear();
 }
 
 void AppendCache::write_pending() {

@@ -197,11 +197,14 @@ inline constexpr std::uint64_t kAppendCompressMinBytes = 1024;
 // At most kCapacity datasets stay open (the least recently used is closed first): each open
 // dataset keeps HDF5's chunk cache, which every flush walks, so a run's hundreds of sweeps must
 // not all stay open.
-// While hold_rows(true), rows appended to a dataset already open here wait in memory and go to
-// the file in one write per dataset at write_pending() (or when it is closed, or holds
-// kPendingBytes): a writer that flushes on a deadline (RunWriter with deferred flushes) makes one
-// grow-and-write per dataset per flush instead of one per row. clear() and erase() drop rows
-// still waiting: call write_pending() first unless the file is being given up.
+// While hold_rows(true), rows appended to a dataset open here (the first rows of one it creates
+// too) wait in memory and go to the file in one write per dataset at write_pending() (or when it
+// is closed, or holds kPendingBytes): a writer that flushes on a deadline (RunWriter with deferred
+// flushes) makes one grow-and-write per dataset per flush instead of one per row. clear() and
+// erase() drop rows still waiting: call write_pending() first unless the file is being given up.
+// The group of the dataset created last stays open too: a sweep's datasets, created one after
+// the other in one group, are looked up and created there without walking the path from the root
+// each time (with held rows, creation is most of what a small sweep costs the writer).
 // Datasets whose chunks are single whole rows filtered by shuffle + deflate (rows of at least
 // kAppendCompressMinBytes, compression > 0: a world-scope size-row) get their rows compressed here,
 // with libdeflate (2-3x faster than zlib's compress2 at the same level; the same zlib stream, so
@@ -227,6 +230,11 @@ class AppendCache {
   Entry* find(const std::string& path);
   // Closes the least recently used dataset when full (its waiting rows written first).
   Entry* insert(const std::string& path, Entry entry);
+  // Closes the least recently used dataset if the cache is full, so the next insert closes none.
+  void make_room();
+  // The open group `parent` (an absolute path) of `loc`'s file, or -1 when there is none there;
+  // valid until the next call or clear().
+  hid_t parent_group(hid_t loc, const std::string& parent);
   void erase(const std::string& path);
   void clear() noexcept;
   void hold_rows(bool on) noexcept { hold_rows_ = on; }
@@ -249,6 +257,8 @@ class AppendCache {
   std::vector<unsigned char> shuffled_, compressed_;
   std::uint64_t direct_rows_ = 0;
   std::unordered_map<std::string, Entry> entries_;
+  std::string parent_path_;  // of parent_, the group parent_group found last
+  Group parent_;
   std::uint64_t uses_ = 0;
   bool hold_rows_ = false;
 };

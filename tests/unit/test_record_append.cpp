@@ -370,8 +370,8 @@ TEST(RecordAppend, DeferredFlushesWaitForFlush) {
   EXPECT_EQ(RunFile::open(w.final_path()).read_uint64(path).size(), 27u);
 }
 
-// With flushes deferred, rows appended to a dataset already open wait in memory: the file holds
-// the creating row alone until flush(), which writes every dataset's rows, in order, at once.
+// With flushes deferred, rows appended wait in memory, a new dataset's first rows too: the file
+// holds the datasets, empty, until flush(), which writes every dataset's rows, in order, at once.
 TEST(RecordAppend, DeferredRowsWaitInMemoryUntilFlush) {
   TempDir dir;
   RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
@@ -388,8 +388,8 @@ TEST(RecordAppend, DeferredRowsWaitInMemoryUntilFlush) {
   EXPECT_TRUE(w.unflushed());
   {
     const RunFile f = RunFile::open(w.partial_path());
-    EXPECT_EQ(f.read_uint64(sizes), (std::vector<std::uint64_t>{0}));
-    EXPECT_EQ(layout_of(w.partial_path(), times).dims, (Dims{1, 2, 3}));
+    EXPECT_EQ(f.read_uint64(sizes), (std::vector<std::uint64_t>{}));
+    EXPECT_EQ(layout_of(w.partial_path(), times).dims, (Dims{0, 2, 3}));
   }
   w.flush();
   EXPECT_FALSE(w.unflushed());
@@ -438,6 +438,39 @@ TEST(RecordAppend, WaitingRowsSurviveEvictionAndAnUnfinishedWriter) {
               (std::vector<std::int64_t>{base, base + 1, base + 2}))
         << d;
   }
+}
+
+// The cache keeps the group of the dataset it created last open and creates the next one there:
+// datasets created in turn in groups that exist, in groups their own creation makes, and in the
+// group of a dataset appended to meanwhile each hold their own rows; a path under a dataset is
+// still refused.
+TEST(RecordAppend, DatasetsCreatedInTurnAcrossGroupsKeepTheirRows) {
+  TempDir dir;
+  RunWriter w = RunWriter::create(dir / "run.h5", append_meta(), 1);
+  w.hold_open();
+  w.defer_flushes(true);
+  w.write_array("/sweeps/g0/ranks", std::vector<std::int64_t>{0, 1}, {2});
+  const std::vector<std::string> paths = {"/sweeps/g0/a", "/sweeps/g1/a",      "/sweeps/g0/b",
+                                          "/sweeps/g1/b", "/sweeps/g2/deep/c", "/sweeps/g0/c"};
+  for (std::int64_t row = 0; row < 3; ++row) {
+    for (std::size_t d = 0; d < paths.size(); ++d) {
+      const std::int64_t v = static_cast<std::int64_t>(100 * d) + row;
+      w.append_rows(paths[d], std::span<const std::int64_t>(&v, 1), {});
+    }
+  }
+  const std::string under = thrown<Error>([&] {
+    const std::int64_t v = 1;
+    w.append_rows("/sweeps/g0/a/x", std::span<const std::int64_t>(&v, 1), {});
+  });
+  EXPECT_FALSE(under.empty());
+  w.flush();
+  const RunFile f = RunFile::open(w.partial_path());
+  for (std::size_t d = 0; d < paths.size(); ++d) {
+    const auto base = static_cast<std::int64_t>(100 * d);
+    EXPECT_EQ(f.read_int64(paths[d]), (std::vector<std::int64_t>{base, base + 1, base + 2}))
+        << paths[d];
+  }
+  EXPECT_EQ(f.read_int64("/sweeps/g0/ranks"), (std::vector<std::int64_t>{0, 1}));
 }
 
 // Whole-row chunks (a world-scope size-row) are shuffled and deflated by the cache itself and

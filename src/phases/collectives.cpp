@@ -657,6 +657,8 @@ void run_collectives(PhaseEnv& env) {
     wrong_total += sweep.run(sizes);
     release_free_memory();  // the sweep's buffers and rank 0's rows (core/host.hpp says why)
   }
+  // The phase ends when its rows are in the file: rank 0's writer thread may still hold some.
+  env.recorder.drain();
   const double wall = (now_us() - t_phase) * 1e-6;
   env.recorder.write([&](RunWriter& w) {
     w.batch([&] {

@@ -8,7 +8,9 @@
 #    rank per core of a 2-core machine) and on 4 ranks as 2 virtual nodes (two ranks per core):
 #    rank 0's seconds in the phase against those in the timed iterations and their preparation
 #    (fills, the validation run and its check, warm-up, allocation), as the phase records them
-#    on /collectives; 3 runs each. Target: wall <= 1.15 x (timed + preparation).
+#    on /collectives (the wall until rank 0's writer thread has written the phase's rows); 3 runs
+#    each. Target: wall <= 1.15 x (timed + preparation) with a core per rank; the 4-rank runs
+#    show what sharing cores adds (each sync point waits for a rank the scheduler parked).
 # 2. bench/gen_runfile (the real RunWriter calls the phase makes) at 1,024 ranks on 128 nodes,
 #    the default configuration (both modes, every scope, 6 collectives, 8 B .. 8 GiB, 20
 #    iterations): file size (target <= 150 MB) and rank 0's write time per size-row (target
@@ -44,7 +46,7 @@ print(f"{sys.argv[2]:<16} wall {wall:7.2f} s  timed {timed:6.2f} s  preparation 
 EOF
 }
 
-echo "== 1. smoke collectives phase (2 virtual nodes; target wall/(timed+prep) <= 1.15)"
+echo "== 1. smoke collectives phase (2 virtual nodes; target wall/(timed+prep) <= 1.15, a core per rank)"
 for ranks in 2 4; do
   for run in 1 2 3; do
     rm -f "$tmp/smoke.h5"

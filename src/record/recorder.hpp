@@ -2,6 +2,8 @@
 // The MPI side of recording: per-rank rows are gathered to rank 0, which alone owns the RunWriter
 // (serial HDF5). Creation is collective so every rank fails the same way when the file cannot be
 // made. The writer is guarded by a mutex because the watchdog thread may mark the file aborted.
+#include <sched.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -55,8 +57,9 @@ class Recorder {
   // and compression overlap the next measurement instead of holding every rank up. `job` owns
   // what it writes (capture by value). Jobs run in order, and before any later write(); a job's
   // failure is thrown by the next write_async, write, drain or finish on this thread. The thread
-  // is used only when rank 0 may run on 2 CPUs or more (its affinity mask), so it never takes
-  // the CPU a measurement runs on; otherwise the job runs here, at once. `bytes` is about what
+  // is used only when rank 0 may run on 2 CPUs or more (its affinity mask), or, bound to one,
+  // on CPUs of its host that no rank is bound to (spare_cpus()), so it never takes the one CPU a
+  // measurement runs on; otherwise the job runs here, at once. `bytes` is about what
   // the job holds: queued jobs are held to kQueueBytes, beyond which this waits.
   // The thread flushes the file at most every kFlushInterval and at the latest kFlushInterval
   // after a job (HDF5's flush of its metadata cache costs more than a small size's rows; one
@@ -84,6 +87,9 @@ class Recorder {
   };
   // Whether write_async uses the writer thread (rank 0), for the run file's record of it.
   bool background() const noexcept { return background_; }
+  // How many CPUs the thread runs on outside rank 0's own (rank 0 bound to one CPU, its host
+  // with CPUs no rank is bound to); 0 when it shares rank 0's CPUs or there is no thread.
+  int spare_cpus() const noexcept { return spare_cpus_; }
 
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
   // elsewhere.
@@ -104,6 +110,10 @@ class Recorder {
     std::size_t bytes = 0;
   };
   void worker();
+  void stop_thread();
+  // Rank 0: the CPUs of its host that no rank's affinity mask (`mine` on each rank, nullptr
+  // where unknown) includes; empty on other ranks. Collective over ctx.world().
+  static cpu_set_t spare_host_cpus(const Context& ctx, const cpu_set_t* mine);
   // Runs queued jobs on this thread (the caller holds mutex_); keeps the first failure.
   void run_queued_locked();
   void rethrow_failure();
@@ -117,6 +127,7 @@ class Recorder {
 
   // The writer thread's queue (rank 0 with background_ only).
   bool background_ = false;
+  int spare_cpus_ = 0;
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
   std::deque<Job> queue_;

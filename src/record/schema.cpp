@@ -187,7 +187,8 @@ constexpr AttrSpec kAttrs[] = {
      "recording is background)"},
     {kCollectivesGroup, coll::kAttrRecording, "string",
      "background: rank 0's writer thread wrote each size behind the next measurement (rank 0 "
-     "may use 2 CPUs or more); inline: rank 0 wrote it before going on"},
+     "may use 2 CPUs or more, or its host has CPUs no rank is bound to); inline: rank 0 wrote "
+     "it before going on"},
     {"/collectives/<scope>", coll::kAttrScopeSkipped, "string",
      "why the scope could not run (then it has no sweeps)"},
     {kSweepTemplate, coll::kAttrScope, "string", "world, intra_node, inter_node, rail_<L>"},

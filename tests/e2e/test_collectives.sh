@@ -60,4 +60,25 @@ for name in ("time_us", "wait_us"):
 t = g["time_us"][()]
 assert (t > 0).all() and (t < 1e6).all(), t.min()
 PY
+
+# Rank 0 bound to one CPU: its writer thread runs on the host's CPUs that no rank is bound to, or,
+# with none (as many ranks as CPUs, each bound to one), rank 0 writes inline.
+cpus=$(nproc)
+if ((cpus >= 2)); then
+  recording() {  # recording RANKS: /collectives' recording attribute of a bound run
+    local file="$TMP/bound$1.h5"
+    "$MPIRUN" -n "$1" --bind-to hwthread "$SHAKEDOWN" run --phases collectives \
+      --set collectives.scopes=[world] --set collectives.ops=[all_reduce] \
+      --set collectives.dtypes=[float32] --set collectives.sizes=8:64 --out "$file" \
+      >"$TMP/stdout" 2>"$TMP/stderr"
+    expect_rc 0 $? "bound run on $1 rank(s) (stderr: $(tail -n 5 "$TMP/stderr"))"
+    /usr/bin/python3 -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r")["/collectives"].attrs["recording"])' "$file"
+  }
+  [[ $(recording 1) == background ]] || fail "rank 0 bound to one CPU of $cpus should write on a spare CPU"
+  if ((cpus <= 4)); then
+    [[ $(recording "$cpus") == inline ]] || fail "with every CPU bound to a rank, rank 0 should write inline"
+  fi
+else
+  echo "SKIP: bound writer placement needs 2 CPUs or more (this host has $cpus)"
+fi
 pass "collectives sweep"

@@ -91,7 +91,7 @@ TEST(WatchdogMpi, NamesTheRankThatIsLate) {
                   std::lock_guard lock(seen.mutex);
                   seen.reason = reason;
                 });
-    last_rank_arrives_late(wd, 3000);
+    last_rank_arrives_late(wd, 2000);
     if (me == 0) {
       EXPECT_TRUE(wd.tripped());
     }
@@ -135,7 +135,7 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
     {
       auto dropped = wd.on_abort([] { ADD_FAILURE() << "an unregistered local abort ran"; });
     }
-    last_rank_arrives_late(wd, 3000);
+    last_rank_arrives_late(wd, 2000);
     await_local_abort(ran);  // the notice reaches the other ranks within a few polls
     wd.stop();
   }
@@ -190,8 +190,9 @@ TEST(WatchdogMpi, ASignalOnOneRankEndsTheRunNamingIt) {
   }
 }
 
-// Heartbeats keep a long, quiet step from looking like silence: every rank sits 2.5 s in one
-// step with a 10 s timeout, reporting nothing new, and nothing trips.
+// Heartbeats keep a long, quiet step from looking like silence: every rank sits 1.5 s in one
+// step with a 10 s timeout, reporting nothing new (a peer is stale after 3 heartbeats, 0.6 s),
+// and nothing trips.
 TEST(WatchdogMpi, QuietRanksKeepAnswering) {
   Observed seen;
   {
@@ -199,7 +200,7 @@ TEST(WatchdogMpi, QuietRanksKeepAnswering) {
     o.heartbeat_s = 0.2;
     Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
     wd.step("long quiet step");
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     MPI_Barrier(MPI_COMM_WORLD);
     wd.stop();
     EXPECT_FALSE(wd.tripped());
@@ -231,7 +232,7 @@ TEST(WatchdogMpi, ItsThreadsCallNoMpiAtTheChosenLevel) {
     o.pending_signal = [&] { return signal.load(); };
     Watchdog wd(MPI_COMM_WORLD, o, rank_names(), nullptr);
     auto registration = wd.on_abort([&] { ++ran; });
-    last_rank_arrives_late(wd, 2500);
+    last_rank_arrives_late(wd, 2000);
     await_local_abort(ran);
     if (me == last) signal = SIGTERM;  // after the abort: reported and pinged, not acted on
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

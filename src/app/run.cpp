@@ -191,13 +191,12 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
     w.write_topology(ranks, check_placement(ranks, placement_options(ctx, config, &network)));
   });
 
-  PhaseEnv env{ctx,
-               self,
-               config,
-               recorder,
-               watchdog,
-               faults,
-               ctx.is_root() && (progress || Progress::terminal())};
+  const std::vector<int> free_cpus = host_free_cpus(ctx, self);
+  recorder.use_free_cpus(free_cpus);  // rank 0 bound to one CPU: its writer thread goes there
+  PhaseEnv env{
+      ctx,      self,     free_cpus, config,
+      recorder, watchdog, faults,    ctx.is_root() && (progress || Progress::terminal()),
+  };
   watchdog.step("telemetry start");
   TelemetryRun telemetry(env);
   for (const auto& name : pipeline_phases()) {

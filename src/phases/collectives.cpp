@@ -671,6 +671,7 @@ void run_collectives(PhaseEnv& env) {
       w.set_attr(schema::kCollectivesGroup, c::kAttrSecondsRecord, times.record);
       w.set_attr(schema::kCollectivesGroup, c::kAttrRecording,
                  std::string(env.recorder.background() ? "background" : "inline"));
+      w.set_attr(schema::kCollectivesGroup, c::kAttrRecordingCpus, env.recorder.writer_cpus());
     });
   });
 }

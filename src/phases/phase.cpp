@@ -3,10 +3,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "core/error.hpp"
 #include "runtime/agree.hpp"
+#include "runtime/mpi.hpp"
 #include "topology/cpu_list.hpp"
 #include "topology/discovery.hpp"
 
@@ -23,6 +25,27 @@ void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long step
       }
     }
   });
+}
+
+std::vector<int> host_free_cpus(const Context& ctx, const RankInfo& self) {
+  MPI_Comm host = MPI_COMM_NULL;
+  SD_MPI_CHECK(
+      MPI_Comm_split_type(ctx.world(), MPI_COMM_TYPE_SHARED, ctx.rank(), MPI_INFO_NULL, &host));
+  const CommHandle host_handle(host);
+  const std::vector<std::string> bound = allgather_strings(host, self.cpus);
+  std::vector<int> out;
+  const auto allowed = parse_cpu_list(self.allowed_cpus);
+  if (!allowed) return out;
+  std::set<int> used;
+  for (const std::string& text : bound) {
+    const auto cpus = parse_cpu_list(text);
+    if (!cpus) return out;  // a rank's binding unknown: nothing is known to be free
+    used.insert(cpus->begin(), cpus->end());
+  }
+  for (int cpu : *allowed) {
+    if (used.count(cpu) == 0) out.push_back(cpu);
+  }
+  return out;
 }
 
 std::string test_override(const char* variable) {

@@ -19,6 +19,9 @@ namespace shakedown {
 struct PhaseEnv {
   Context& ctx;
   const RankInfo& self;  // where this rank runs (discovered before the phases)
+  // The CPUs of this rank's host that no rank is bound to (host_free_cpus): where the telemetry
+  // sampler and rank 0's writer thread run, out of the measuring ranks' way.
+  const std::vector<int>& free_cpus;
   const Config& config;
   Recorder& recorder;
   Watchdog& watchdog;
@@ -30,6 +33,11 @@ struct PhaseEntry {
   std::string name;  // one of pipeline_phases()
   std::function<void(PhaseEnv&)> run;
 };
+
+// The CPUs of this rank's host that it may use (the job's cpuset) and that no rank of the host
+// is bound to; empty when every allowed CPU has a rank, when the ranks are not bound (each may
+// then run anywhere) or when a rank's binding is unknown. Collective over the world.
+std::vector<int> host_free_cpus(const Context& ctx, const RankInfo& self);
 
 // What a test names in place of a system file or tree (SHAKEDOWN_TEST_NVML_LIBRARY,
 // SHAKEDOWN_TEST_KERNEL_LOG, SHAKEDOWN_TEST_SYSFS_ROOT), or "": the phases read these variables

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <set>
 
 #include "core/host.hpp"
 #include "core/strings.hpp"
@@ -22,30 +21,6 @@ namespace {
 namespace tm = telemetry;
 namespace st = schema::telemetry;
 
-// Collective over the world. For the host's first rank: the CPUs it may use that no rank of the
-// host is bound to (the sampler's place, out of every measuring rank's way); empty when every
-// allowed CPU has a rank (or the ranks are not bound: then each may run anywhere).
-std::vector<int> free_cpus(const Context& ctx, const RankInfo& self) {
-  MPI_Comm host = MPI_COMM_NULL;
-  SD_MPI_CHECK(
-      MPI_Comm_split_type(ctx.world(), MPI_COMM_TYPE_SHARED, ctx.rank(), MPI_INFO_NULL, &host));
-  const CommHandle host_handle(host);
-  const std::vector<std::string> bound = allgather_strings(host, self.cpus);
-  std::vector<int> out;
-  const auto allowed = parse_cpu_list(self.allowed_cpus);
-  if (!allowed) return out;
-  std::set<int> used;
-  for (const std::string& text : bound) {
-    const auto cpus = parse_cpu_list(text);
-    if (!cpus) return out;  // a rank's binding unknown: nothing is known to be free
-    used.insert(cpus->begin(), cpus->end());
-  }
-  for (int cpu : *allowed) {
-    if (used.count(cpu) == 0) out.push_back(cpu);
-  }
-  return out;
-}
-
 std::string cpu_text(const std::vector<int>& cpus) {
   std::vector<std::string> parts;
   for (int c : cpus) parts.push_back(std::to_string(c));
@@ -57,7 +32,7 @@ std::string cpu_text(const std::vector<int>& cpus) {
 TelemetryRun::TelemetryRun(PhaseEnv& env) : env_(env), enabled_(env.config.telemetry.enabled) {
   if (!enabled_) return;
   const TelemetryConfig& cfg = env.config.telemetry;
-  const std::vector<int> cpus = free_cpus(env.ctx, env.self);
+  const std::vector<int>& cpus = env.free_cpus;
   // One sampler per host: pretend nodes (virtual nodes) share their host's GPUs, ports and
   // cores, so its first rank samples for them all (its node's group holds the host's telemetry),
   // and a test host with six pretend nodes does not wake six samplers beside busy ranks.

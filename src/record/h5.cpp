@@ -721,7 +721,12 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
         made.pending.assign(bytes, bytes + rows.size_bytes());
         made.pending_rows = new_rows;
         AppendCache::Entry* held = cache->insert(path, std::move(made));
-        if (held->pending.size() >= AppendCache::kPendingBytes) write_waiting(*held, cache);
+        try {
+          if (held->pending.size() >= AppendCache::kPendingBytes) write_waiting(*held, cache);
+        } catch (...) {
+          cache->erase(path);  // its row count may no longer be what the file holds
+          throw;
+        }
         return;
       }
       append_to(made, rows.data(), count, mem_type, cache);

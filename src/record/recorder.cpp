@@ -2,16 +2,14 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "core/error.hpp"
 #include "record/h5.hpp"
 #include "record/schema.hpp"
+#include "topology/cpu_list.hpp"
 
 namespace shakedown {
 
@@ -39,54 +37,44 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
   message = bcast_string(ctx.world(), 0, message);
   if (code != 0) throw AgreedError(static_cast<ExitCode>(code), message, ctx.is_root());
   // Rank 0's writer thread runs on rank 0's own CPUs when it may use 2 or more; bound to one,
-  // on the CPUs of its host that no rank is bound to (a node with more cores than ranks bound
-  // one core each); with none, or where the job's cpuset refuses them, rank 0 writes inline.
+  // rank 0 writes inline until use_free_cpus offers CPUs no rank is bound to.
   cpu_set_t mine;
   CPU_ZERO(&mine);
-  const bool known = sched_getaffinity(0, sizeof mine, &mine) == 0;
-  const cpu_set_t spare = spare_host_cpus(ctx, known ? &mine : nullptr);
-  if (writer_ && known) {
-    if (CPU_COUNT(&mine) >= 2) {
-      background_ = true;
-      thread_ = std::thread([this] { worker(); });
-    } else if (CPU_COUNT(&spare) > 0) {
-      background_ = true;
-      thread_ = std::thread([this] { worker(); });
-      if (pthread_setaffinity_np(thread_.native_handle(), sizeof spare, &spare) != 0) {
-        stop_thread();  // not allowed there: inline
-        background_ = false;
-      } else {
-        spare_cpus_ = CPU_COUNT(&spare);
-      }
-    }
+  if (writer_ && sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) >= 2) {
+    background_ = true;
+    thread_ = std::thread([this] { worker(); });
+    writer_cpus_ = cpu_text(mine);
   }
 }
 
-cpu_set_t Recorder::spare_host_cpus(const Context& ctx, const cpu_set_t* mine) {
-  // Every rank's mask (all CPUs where unknown, so nothing counts as spare) to rank 0.
-  cpu_set_t own;
-  if (mine != nullptr) {
-    own = *mine;
-  } else {
-    std::memset(&own, 0xff, sizeof own);
+std::string Recorder::cpu_text(const cpu_set_t& set) {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
   }
-  std::vector<cpu_set_t> all(ctx.is_root() ? static_cast<std::size_t>(ctx.world_size()) : 0);
-  constexpr int kBytes = static_cast<int>(sizeof own);
-  SD_MPI_CHECK(MPI_Gather(&own, kBytes, MPI_BYTE, all.data(), kBytes, MPI_BYTE, 0, ctx.world()));
-  cpu_set_t spare;
-  CPU_ZERO(&spare);
-  if (!ctx.is_root()) return spare;
-  const long configured = sysconf(_SC_NPROCESSORS_CONF);
-  const int cpus = static_cast<int>(std::clamp<long>(configured, 0, CPU_SETSIZE));
-  for (int c = 0; c < cpus; ++c) CPU_SET(c, &spare);
-  const std::vector<int>& host = ctx.layout().host_of_rank;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (host[r] != host[0]) continue;
-    for (int c = 0; c < cpus; ++c) {
-      if (CPU_ISSET(c, &all[r])) CPU_CLR(c, &spare);
-    }
+  return format_cpu_list(std::move(cpus));
+}
+
+void Recorder::use_free_cpus(const std::vector<int>& cpus) {
+  if (!writer_ || background_ || cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   }
-  return spare;
+  if (CPU_COUNT(&set) == 0) return;
+  thread_ = std::thread([this] { worker(); });
+  cpu_set_t placed;
+  CPU_ZERO(&placed);
+  // The kernel keeps to the job's cpuset: what the thread got is read back.
+  if (pthread_setaffinity_np(thread_.native_handle(), sizeof set, &set) != 0 ||
+      pthread_getaffinity_np(thread_.native_handle(), sizeof placed, &placed) != 0 ||
+      CPU_COUNT(&placed) == 0) {
+    stop_thread();  // not allowed there: rank 0 goes on writing inline
+    return;
+  }
+  background_ = true;
+  writer_cpus_ = cpu_text(placed);
 }
 
 void Recorder::stop_thread() {

@@ -58,8 +58,8 @@ class Recorder {
   // what it writes (capture by value). Jobs run in order, and before any later write(); a job's
   // failure is thrown by the next write_async, write, drain or finish on this thread. The thread
   // is used only when rank 0 may run on 2 CPUs or more (its affinity mask), or, bound to one,
-  // on CPUs of its host that no rank is bound to (spare_cpus()), so it never takes the one CPU a
-  // measurement runs on; otherwise the job runs here, at once. `bytes` is about what
+  // on CPUs of its host that no rank is bound to (use_free_cpus), so it never takes the one CPU
+  // a measurement runs on; otherwise the job runs here, at once. `bytes` is about what
   // the job holds: queued jobs are held to kQueueBytes, beyond which this waits.
   // The thread flushes the file at most every kFlushInterval and at the latest kFlushInterval
   // after a job (HDF5's flush of its metadata cache costs more than a small size's rows; one
@@ -87,9 +87,14 @@ class Recorder {
   };
   // Whether write_async uses the writer thread (rank 0), for the run file's record of it.
   bool background() const noexcept { return background_; }
-  // How many CPUs the thread runs on outside rank 0's own (rank 0 bound to one CPU, its host
-  // with CPUs no rank is bound to); 0 when it shares rank 0's CPUs or there is no thread.
-  int spare_cpus() const noexcept { return spare_cpus_; }
+  // Rank 0 bound to one CPU writes inline; given the CPUs of its host that no rank is bound to
+  // (host_free_cpus, once the ranks' bindings are known), its writer thread runs there from now
+  // on. Where the job's cpuset refuses them, or there are none, rank 0 goes on writing inline.
+  // No-op on other ranks and when the thread runs already.
+  void use_free_cpus(const std::vector<int>& cpus);
+  // The CPUs the writer thread runs on ("0-1", rank 0's own or free ones), "" when rank 0
+  // writes inline.
+  const std::string& writer_cpus() const noexcept { return writer_cpus_; }
 
   // Normal end: status complete (or aborted), rename .partial -> final. Rank 0 only; no-op
   // elsewhere.
@@ -111,9 +116,7 @@ class Recorder {
   };
   void worker();
   void stop_thread();
-  // Rank 0: the CPUs of its host that no rank's affinity mask (`mine` on each rank, nullptr
-  // where unknown) includes; empty on other ranks. Collective over ctx.world().
-  static cpu_set_t spare_host_cpus(const Context& ctx, const cpu_set_t* mine);
+  static std::string cpu_text(const cpu_set_t& set);
   // Runs queued jobs on this thread (the caller holds mutex_); keeps the first failure.
   void run_queued_locked();
   void rethrow_failure();
@@ -127,7 +130,7 @@ class Recorder {
 
   // The writer thread's queue (rank 0 with background_ only).
   bool background_ = false;
-  int spare_cpus_ = 0;
+  std::string writer_cpus_;
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
   std::deque<Job> queue_;

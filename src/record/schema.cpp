@@ -189,6 +189,9 @@ constexpr AttrSpec kAttrs[] = {
      "background: rank 0's writer thread wrote each size behind the next measurement (rank 0 "
      "may use 2 CPUs or more, or its host has CPUs no rank is bound to); inline: rank 0 wrote "
      "it before going on"},
+    {kCollectivesGroup, coll::kAttrRecordingCpus, "string",
+     "the CPUs the writer thread ran on (rank 0's own, or its host's that no rank is bound "
+     "to); empty when inline"},
     {"/collectives/<scope>", coll::kAttrScopeSkipped, "string",
      "why the scope could not run (then it has no sweeps)"},
     {kSweepTemplate, coll::kAttrScope, "string", "world, intra_node, inter_node, rail_<L>"},

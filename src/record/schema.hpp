@@ -301,7 +301,8 @@ inline constexpr const char* kAttrSecondsWall = "seconds_wall";
 inline constexpr const char* kAttrSecondsTimed = "seconds_timed";
 inline constexpr const char* kAttrSecondsPrepare = "seconds_prepare";
 inline constexpr const char* kAttrSecondsRecord = "seconds_record";
-inline constexpr const char* kAttrRecording = "recording";  // "background" | "inline"
+inline constexpr const char* kAttrRecording = "recording";           // "background" | "inline"
+inline constexpr const char* kAttrRecordingCpus = "recording_cpus";  // "" inline
 }  // namespace coll
 inline constexpr std::int64_t kCollMeasured = 0;
 inline constexpr std::int64_t kCollTooSmall = 1;

@@ -62,23 +62,34 @@ assert (t > 0).all() and (t < 1e6).all(), t.min()
 PY
 
 # Rank 0 bound to one CPU: its writer thread runs on the host's CPUs that no rank is bound to, or,
-# with none (as many ranks as CPUs, each bound to one), rank 0 writes inline.
-cpus=$(nproc)
-if ((cpus >= 2)); then
-  recording() {  # recording RANKS: /collectives' recording attribute of a bound run
+# with none (as many ranks as CPUs, each bound to one), rank 0 writes inline. The file says where
+# (/collectives recording and recording_cpus) and where rank 0 was bound (/topology/ranks).
+cpus=$(nproc --all)
+if ((cpus >= 2)) && [[ $(nproc) == "$cpus" ]]; then
+  placement() {  # placement RANKS: "recording|recording_cpus|rank 0's CPUs" of a bound run
     local file="$TMP/bound$1.h5"
     "$MPIRUN" -n "$1" --bind-to hwthread "$SHAKEDOWN" run --phases collectives \
       --set collectives.scopes=[world] --set collectives.ops=[all_reduce] \
       --set collectives.dtypes=[float32] --set collectives.sizes=8:64 --out "$file" \
-      >"$TMP/stdout" 2>"$TMP/stderr"
-    expect_rc 0 $? "bound run on $1 rank(s) (stderr: $(tail -n 5 "$TMP/stderr"))"
-    /usr/bin/python3 -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r")["/collectives"].attrs["recording"])' "$file"
+      >"$TMP/bound$1.log" 2>&1 || { cat "$TMP/bound$1.log" >&2; return 1; }
+    /usr/bin/python3 - "$file" <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+a = f["/collectives"].attrs
+rank0 = f["/topology/ranks"][0]["cpus"]
+rank0 = rank0.decode() if isinstance(rank0, bytes) else str(rank0)
+print(f"{a['recording']}|{a['recording_cpus']}|{rank0}")
+PY
   }
-  [[ $(recording 1) == background ]] || fail "rank 0 bound to one CPU of $cpus should write on a spare CPU"
+  one=$(placement 1) || fail "bound run on 1 rank"
+  IFS='|' read -r mode where bound <<<"$one"
+  [[ $mode == background && -n $where && $where != "$bound" ]] ||
+    fail "rank 0 bound to CPU $bound of $cpus should write on a free CPU (got: $one)"
   if ((cpus <= 4)); then
-    [[ $(recording "$cpus") == inline ]] || fail "with every CPU bound to a rank, rank 0 should write inline"
+    all=$(placement "$cpus") || fail "bound run on $cpus ranks"
+    [[ $all == "inline||"* ]] || fail "with every CPU bound to a rank, rank 0 should write inline (got: $all)"
   fi
 else
-  echo "SKIP: bound writer placement needs 2 CPUs or more (this host has $cpus)"
+  echo "SKIP: bound writer placement needs 2 CPUs or more, all usable (this host: $(nproc) of $cpus)"
 fi
 pass "collectives sweep"

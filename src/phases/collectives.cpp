@@ -136,6 +136,21 @@ struct PhaseTimes {
   double record = 0;   // the gather to rank 0 and the writes
 };
 
+// The buffers of the last sweep, kept for the next one on the same communicator when they are
+// big enough (a sweep uses a prefix), so a phase's sweeps allocate and first touch their memory
+// once rather than each (a first touch costs more than a fill: 1.6 us per 4 KiB page on a VM).
+// Released whenever a sweep needs more, or another communicator's, before anything new is
+// allocated: the memory held never exceeds what one sweep needed.
+struct SweepMemory {
+  const Comm* comm = nullptr;
+  std::unique_ptr<Buffer> in, out;
+  void release() {
+    in.reset();
+    out.reset();
+    comm = nullptr;
+  }
+};
+
 // What the sweep measured for one size on this rank (iters entries, NaN where not run).
 struct RankSample {
   std::vector<double> time_us, arrival_us, wait_us;
@@ -146,8 +161,10 @@ struct RankSample {
 class Sweep {
  public:
   Sweep(PhaseEnv& env, const ScopeRun& scope, const CollectiveInfo& info, DType dtype, ReduceOp op,
-        bool in_place, int* step_counter, Progress* progress, PhaseTimes* times)
+        bool in_place, int* step_counter, Progress* progress, PhaseTimes* times,
+        SweepMemory* memory)
       : env_(env),
+        memory_(memory),
         times_(times),
         progress_(progress),
         scope_(scope),
@@ -170,7 +187,7 @@ class Sweep {
     if (scope_.comm != nullptr) pool = allocate_largest(sizes, nranks);
     // Whether every rank that takes part holds the sweep's buffers: then no size can fail to
     // allocate and nothing needs agreeing per size.
-    std::int64_t pooled = scope_.comm == nullptr || pool.in ? 1 : 0;
+    std::int64_t pooled = scope_.comm == nullptr || pool.in != nullptr ? 1 : 0;
     SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &pooled, 1, MPI_INT64_T, MPI_MIN, env_.ctx.world()));
     times_->prepare += (now_us() - t_pool) * 1e-6;
     std::uint64_t wrong_total = 0;
@@ -257,12 +274,17 @@ class Sweep {
                               columns_->size() * sizeof(std::int64_t));
   }
 
-  // One buffer in place, input and output otherwise; allocated outside any timing. `filled`:
-  // how many input elements hold the pattern already (out of place the collective only reads
-  // its input, and element i holds the same value at any count, so one fill serves every size).
+  // One buffer in place, input and output otherwise; allocated outside any timing: the sweep's
+  // (held by SweepMemory) or a size's own. `capacity`: the input elements the sweep's sizes
+  // read; `filled`: how many of them hold the pattern already (out of place the collective only
+  // reads its input, and element i holds the same value at any count, so one fill serves every
+  // size).
   struct Buffers {
-    std::unique_ptr<Buffer> in, out;
+    Buffer* in = nullptr;
+    Buffer* out = nullptr;
+    std::uint64_t capacity = 0;
     std::uint64_t filled = 0;
+    std::unique_ptr<Buffer> own_in, own_out;
   };
 
   // Element counts the buffers need for one size.
@@ -277,18 +299,22 @@ class Sweep {
     const std::size_t elem = dtype_size(dtype_);
     const auto [in, out] = needs(counts);
     try {
-      b.in = comm.allocate(in * elem);
-      if (!in_place_) b.out = comm.allocate(out * elem);
+      b.own_in = comm.allocate(in * elem);
+      if (!in_place_) b.own_out = comm.allocate(out * elem);
     } catch (const OutOfMemory&) {
       b = {};
       return kOutOfMemory;
     }
+    b.in = b.own_in.get();
+    b.out = b.own_out.get();
+    b.capacity = counts.send;
     return kMeasured;
   }
 
   // The buffers of the sweep's largest size, used by every size (a prefix each), so memory is
-  // allocated and first touched once per sweep rather than once per size. Empty when this rank
-  // cannot have them: then each size allocates its own (and only a size that cannot is skipped).
+  // allocated and first touched once per sweep rather than once per size, and kept for the next
+  // sweep (SweepMemory). Empty when this rank cannot have them: then each size allocates its own
+  // (and only a size that cannot is skipped).
   Buffers allocate_largest(const std::vector<std::uint64_t>& sizes, int nranks) {
     CollectiveCounts largest;  // element counts covering every size's needs
     for (std::uint64_t bytes : sizes) {
@@ -298,7 +324,23 @@ class Sweep {
       largest.recv = std::max(largest.recv, c.recv);
     }
     Buffers b;
-    if (largest.send + largest.recv > 0) allocate(largest, b);
+    if (largest.send + largest.recv == 0) return b;
+    const std::size_t elem = dtype_size(dtype_);
+    const auto [in, out] = needs(largest);
+    SweepMemory& kept = *memory_;
+    const bool fits = kept.comm == scope_.comm && kept.in && kept.in->bytes() >= in * elem &&
+                      (in_place_ || (kept.out && kept.out->bytes() >= out * elem));
+    if (!fits) {
+      kept.release();  // first: the old and the new buffers are never held together
+      Buffers fresh;
+      if (allocate(largest, fresh) != kMeasured) return b;
+      kept.comm = scope_.comm;
+      kept.in = std::move(fresh.own_in);
+      kept.out = std::move(fresh.own_out);
+    }
+    b.in = kept.in.get();
+    b.out = in_place_ ? nullptr : kept.out.get();
+    b.capacity = largest.send;
     return b;
   }
 
@@ -314,8 +356,8 @@ class Sweep {
     Comm& comm = *scope_.comm;
     const CollectivesConfig& cfg = env_.config.collectives;
     const std::size_t elem = dtype_size(dtype_);
-    std::unique_ptr<Buffer>& in = buffers.in;
-    std::unique_ptr<Buffer>& outbuf = buffers.out;
+    Buffer* in = buffers.in;
+    Buffer* outbuf = buffers.out;
     Buffer& result = in_place_ ? *in : *outbuf;
     char* base = static_cast<char*>(in->data());
     void* send =
@@ -335,7 +377,7 @@ class Sweep {
       if (in_place_) return fill();
       if (buffers.filled >= counts.send) return;
       CollectiveCounts whole = counts;
-      whole.send = in->bytes() / elem;
+      whole.send = buffers.capacity;
       comm.fill(*in, 0, info_.kind, whole, spec);
       buffers.filled = whole.send;
     };
@@ -446,6 +488,7 @@ class Sweep {
   std::uint64_t record(PendingSize& size);
 
   PhaseEnv& env_;
+  SweepMemory* memory_;
   PhaseTimes* times_;
   Progress* progress_;
   const ScopeRun& scope_;
@@ -644,6 +687,7 @@ void run_collectives(PhaseEnv& env) {
   std::uint64_t wrong_total = 0;
   int step_counter = 0;
   PhaseTimes times;
+  SweepMemory memory;  // after the communicators and their abort: released before them
   for (const SweepPlan& p : plans) {
     if (!p.unsupported.empty()) {
       env.recorder.write([&](RunWriter& w) {
@@ -653,10 +697,12 @@ void run_collectives(PhaseEnv& env) {
       continue;
     }
     Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress,
-                &times);
+                &times, &memory);
     wrong_total += sweep.run(sizes);
-    release_free_memory();  // the sweep's buffers and rank 0's rows (core/host.hpp says why)
+    release_free_memory();  // rank 0's rows, a size's own buffers (core/host.hpp says why)
   }
+  memory.release();
+  release_free_memory();
   // The phase ends when its rows are in the file: rank 0's writer thread may still hold some.
   env.recorder.drain();
   const double wall = (now_us() - t_phase) * 1e-6;

@@ -696,8 +696,8 @@ void run_collectives(PhaseEnv& env) {
       });
       continue;
     }
-    Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress,
-                &times, &memory);
+    Sweep sweep(env, *p.scope, *p.info, p.dtype, p.op, p.in_place, &step_counter, &progress, &times,
+                &memory);
     wrong_total += sweep.run(sizes);
     release_free_memory();  // rank 0's rows, a size's own buffers (core/host.hpp says why)
   }

@@ -138,7 +138,7 @@ struct PhaseTimes {
 
 // The buffers of the last sweep, kept for the next one on the same communicator when they are
 // big enough (a sweep uses a prefix), so a phase's sweeps allocate and first touch their memory
-// once rather than each (a first touch costs more than a fill: 1.6 us per 4 KiB page on a VM).
+// once rather than each (a first touch cost 1.6 us per 4 KiB page on a test VM, half a fill).
 // Released whenever a sweep needs more, or another communicator's, before anything new is
 // allocated: the memory held never exceeds what one sweep needed.
 struct SweepMemory {

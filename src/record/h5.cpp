@@ -708,34 +708,15 @@ void append_rows_impl(hid_t loc, const std::string& path, std::span<const T> row
         name = path.substr(slash + 1);
       }
     }
-    if (!exists(where, name)) {
-      // Room first: closing another dataset may fail, which must not leave this one created
-      // without its rows.
-      if (cache != nullptr) cache->make_room();
-      AppendCache::Entry made{
-          create_appendable<T>(where, name, row_dims, compression, file_type, chunk_rows),
-          file_type, row_dims, 0};
-      if (cache != nullptr && cache->holding_rows()) {
-        const auto* bytes = reinterpret_cast<const unsigned char*>(rows.data());
-        made.mem_type = mem_type;
-        made.pending.assign(bytes, bytes + rows.size_bytes());
-        made.pending_rows = new_rows;
-        AppendCache::Entry* held = cache->insert(path, std::move(made));
-        try {
-          if (held->pending.size() >= AppendCache::kPendingBytes) write_waiting(*held, cache);
-        } catch (...) {
-          cache->erase(path);  // its row count may no longer be what the file holds
-          throw;
-        }
-        return;
-      }
-      append_to(made, rows.data(), count, mem_type, cache);
-      if (cache != nullptr) cache->insert(path, std::move(made));
-      return;
-    }
-    Dataset dset = open_appendable(loc, path, row_dims, file_type);
+    const bool create = !exists(where, name);
+    // Room first: closing another dataset may fail, which must not leave this one created (or
+    // opened) without its rows.
+    if (cache != nullptr) cache->make_room();
+    Dataset dset =
+        create ? create_appendable<T>(where, name, row_dims, compression, file_type, chunk_rows)
+               : open_appendable(loc, path, row_dims, file_type);
     hsize_t rows_now = 0;
-    {
+    if (!create) {
       Dataspace space(SD_H5_CHECK(H5Dget_space(dset.get())));
       std::vector<hsize_t> extent(count.size());
       SD_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr));

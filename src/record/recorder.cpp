@@ -12,6 +12,17 @@
 #include "topology/cpu_list.hpp"
 
 namespace shakedown {
+namespace {
+
+std::string cpu_text(const cpu_set_t& set) {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return format_cpu_list(std::move(cpus));
+}
+
+}  // namespace
 
 Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, const RunMeta& meta,
                    int compression)
@@ -41,22 +52,13 @@ Recorder::Recorder(const Context& ctx, const std::filesystem::path& final_path, 
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (writer_ && sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) >= 2) {
-    background_ = true;
     thread_ = std::thread([this] { worker(); });
     writer_cpus_ = cpu_text(mine);
   }
 }
 
-std::string Recorder::cpu_text(const cpu_set_t& set) {
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return format_cpu_list(std::move(cpus));
-}
-
 void Recorder::use_free_cpus(const std::vector<int>& cpus) {
-  if (!writer_ || background_ || cpus.empty()) return;
+  if (!writer_ || background() || cpus.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : cpus) {
@@ -73,7 +75,6 @@ void Recorder::use_free_cpus(const std::vector<int>& cpus) {
     stop_thread();  // not allowed there: rank 0 goes on writing inline
     return;
   }
-  background_ = true;
   writer_cpus_ = cpu_text(placed);
 }
 
@@ -188,7 +189,7 @@ void Recorder::rethrow_failure() {
 void Recorder::write_async(std::function<void(RunWriter&)> job, std::size_t bytes) {
   if (!writer_) return;
   rethrow_failure();
-  if (!background_) {
+  if (!background()) {
     write(job);
     return;
   }
@@ -221,7 +222,7 @@ Recorder::Hold::~Hold() {
 
 void Recorder::drain() {
   if (!writer_) return;
-  if (background_) {
+  if (background()) {
     {
       std::lock_guard lock(queue_mutex_);
       held_ = false;

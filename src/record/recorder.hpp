@@ -2,8 +2,6 @@
 // The MPI side of recording: per-rank rows are gathered to rank 0, which alone owns the RunWriter
 // (serial HDF5). Creation is collective so every rank fails the same way when the file cannot be
 // made. The writer is guarded by a mutex because the watchdog thread may mark the file aborted.
-#include <sched.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -86,7 +84,7 @@ class Recorder {
     Recorder& r_;
   };
   // Whether write_async uses the writer thread (rank 0), for the run file's record of it.
-  bool background() const noexcept { return background_; }
+  bool background() const noexcept { return !writer_cpus_.empty(); }
   // Rank 0 bound to one CPU writes inline; given the CPUs of its host that no rank is bound to
   // (host_free_cpus, once the ranks' bindings are known), its writer thread runs there from now
   // on. Where the job's cpuset refuses them, or there are none, rank 0 goes on writing inline.
@@ -116,7 +114,6 @@ class Recorder {
   };
   void worker();
   void stop_thread();
-  static std::string cpu_text(const cpu_set_t& set);
   // Runs queued jobs on this thread (the caller holds mutex_); keeps the first failure.
   void run_queued_locked();
   void rethrow_failure();
@@ -128,8 +125,7 @@ class Recorder {
   bool finished_ = false;
   bool aborted_ = false;
 
-  // The writer thread's queue (rank 0 with background_ only).
-  bool background_ = false;
+  // The writer thread's CPUs ("" without one, rank 0 writing inline), and its queue.
   std::string writer_cpus_;
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;

@@ -131,6 +131,27 @@ Localisation scan(const Fabric& f, std::uint64_t seed, Suspects* suspects_out = 
   return localise(s, plan, retests, ref, t);
 }
 
+// Every pair of n nodes, in the order of the scan's rounds.
+std::vector<NodePair> scan_pairs(int n) {
+  std::vector<NodePair> out;
+  for (const Round& round : circle_rounds(n)) out.insert(out.end(), round.begin(), round.end());
+  return out;
+}
+
+// Each pair measured at `slow_bw` GB/s where slow(pair), else at `bw`; latency `lat` us.
+template <class Slow>
+std::vector<PairResult> measured(const std::vector<NodePair>& pairs, Slow slow, double slow_bw,
+                                 double bw = 10.0, double lat = 2.0) {
+  std::vector<PairResult> out;
+  for (const NodePair& p : pairs) out.push_back({p, slow(p) ? slow_bw : bw, lat});
+  return out;
+}
+
+// slow(pair) for measured: the pairs listed.
+auto among(std::set<NodePair> slow) {
+  return [slow = std::move(slow)](NodePair p) { return slow.count(p) > 0; };
+}
+
 std::vector<int> convicted_nodes(const Localisation& l) {
   std::vector<int> out;
   for (const auto& f : l.nodes) {
@@ -237,22 +258,14 @@ TEST(Localise, ASlowLinkPlusATransientLooksLikeANodeUntilRetested) {
   // Pass 1: link 0-1 is slow, and 0-3 too by chance: node 0 is in two slow pairs, a suspect
   // node. Its good partners clear it; 0-1 run again is slow again: the link is convicted.
   const int n = 6;
-  std::vector<PairResult> pass;
-  for (const Round& round : circle_rounds(n)) {
-    for (const NodePair& p : round) {
-      const bool slow = p == NodePair{0, 1} || p == NodePair{0, 3};
-      pass.push_back({p, slow ? 2.0 : 10.0, 2.0});
-    }
-  }
+  const std::vector<PairResult> pass = measured(scan_pairs(n), among({{0, 1}, {0, 3}}), 2.0);
   const Thresholds t;
   const Judged judged = judge_pass(n, pass, t);
   const Reference& ref = judged.reference;
   const Suspects& s = judged.suspects;
   ASSERT_EQ(s.nodes, std::vector<int>{0});
   const RetestPlan plan = plan_retests(s, 2, 100);
-  std::vector<PairResult> retests;
-  for (const NodePair& p : plan.pairs)
-    retests.push_back({p, p == NodePair{0, 1} ? 2.0 : 10.0, 2.0});
+  const std::vector<PairResult> retests = measured(plan.pairs, among({{0, 1}}), 2.0);
   const Localisation l = localise(s, plan, retests, ref, t);
   ASSERT_EQ(l.nodes.size(), 1u);
   EXPECT_EQ(l.nodes[0].outcome, Outcome::kAcquitted);
@@ -266,14 +279,8 @@ TEST(Localise, ASlowLinkIsConvictedWhenNoiseLeavesOneGoodNode) {
   // is the suspect, 4 the only good node. Its second partner is not node 1 (it was slow with
   // it), and node 1, cleared by its own retest with node 4, is trusted to convict the link.
   const int n = 6;
-  std::vector<PairResult> pass;
-  for (const Round& round : circle_rounds(n)) {
-    for (const NodePair& p : round) {
-      const bool slow =
-          p == NodePair{0, 1} || p == NodePair{0, 3} || p == NodePair{1, 2} || p == NodePair{3, 5};
-      pass.push_back({p, slow ? 1.0 : 10.0, 2.0});
-    }
-  }
+  const std::vector<PairResult> pass =
+      measured(scan_pairs(n), among({{0, 1}, {0, 3}, {1, 2}, {3, 5}}), 1.0);
   const Thresholds t;
   const Judged judged = judge_pass(n, pass, t);
   const Suspects& s = judged.suspects;
@@ -288,9 +295,7 @@ TEST(Localise, ASlowLinkIsConvictedWhenNoiseLeavesOneGoodNode) {
           << "retested as a partner with a node it was slow with";
     }
   }
-  std::vector<PairResult> retests;
-  for (const NodePair& p : plan.pairs)
-    retests.push_back({p, p == NodePair{0, 1} ? 1.0 : 10.0, 2.0});
+  const std::vector<PairResult> retests = measured(plan.pairs, among({{0, 1}}), 1.0);
   const Localisation l = localise(s, plan, retests, judged.reference, t);
   EXPECT_TRUE(convicted_nodes(l).empty());
   EXPECT_EQ(convicted_links(l), (std::vector<NodePair>{{0, 1}}));
@@ -306,13 +311,8 @@ TEST(Localise, ASuspectIsNotRetestedWithAGoodNodeItWasSlowWithWhileAnotherIsLeft
   // suspect link, 3, 4 and 5 good. Node 0's partners: 4, 5 and 2 (not 3, the slow link's end),
   // so the partners clear it and 0-3, slow again, is the link convicted.
   const int n = 6;
-  std::vector<PairResult> pass;
-  for (const Round& round : circle_rounds(n)) {
-    for (const NodePair& p : round) {
-      const bool slow = p == NodePair{0, 3} || p == NodePair{0, 1} || p == NodePair{1, 2};
-      pass.push_back({p, slow ? 1.0 : 10.0, 2.0});
-    }
-  }
+  const std::vector<PairResult> pass =
+      measured(scan_pairs(n), among({{0, 3}, {0, 1}, {1, 2}}), 1.0);
   const Thresholds t;
   const Judged judged = judge_pass(n, pass, t);
   const Suspects& s = judged.suspects;
@@ -330,9 +330,7 @@ TEST(Localise, ASuspectIsNotRetestedWithAGoodNodeItWasSlowWithWhileAnotherIsLeft
   }
   ASSERT_EQ(partners.size(), 3u);
   EXPECT_EQ(std::count(partners.begin(), partners.end(), 3), 0) << "retested with node 3";
-  std::vector<PairResult> retests;
-  for (const NodePair& p : plan.pairs)
-    retests.push_back({p, p == NodePair{0, 3} ? 1.0 : 10.0, 2.0});
+  const std::vector<PairResult> retests = measured(plan.pairs, among({{0, 3}}), 1.0);
   const Localisation l = localise(s, plan, retests, judged.reference, t);
   EXPECT_TRUE(convicted_nodes(l).empty());
   EXPECT_EQ(convicted_links(l), (std::vector<NodePair>{{0, 3}}));
@@ -399,23 +397,15 @@ TEST(Localise, AFailedRetestCountsOnlyWhenItsRepeatFailsToo) {
   // slice lost on shared cores). Without the repeats node 0 stays unresolved (slow with one
   // good partner of two); with them 0-3 passes, node 0 is cleared and the link convicted.
   const int n = 6;
-  std::vector<PairResult> pass;
-  for (const Round& round : circle_rounds(n)) {
-    for (const NodePair& p : round) {
-      const bool slow = p == NodePair{0, 1} || p == NodePair{0, 5};
-      pass.push_back({p, slow ? 1.0 : 13.0, 0.7});
-    }
-  }
+  const std::vector<PairResult> pass =
+      measured(scan_pairs(n), among({{0, 1}, {0, 5}}), 1.0, 13.0, 0.7);
   const Thresholds t{0.25, 20};
   const Judged judged = judge_pass(n, pass, t);
   const Suspects& s = judged.suspects;
   ASSERT_EQ(s.nodes, std::vector<int>{0});
   const RetestPlan plan = plan_retests(s, 2, 4 * n);
-  std::vector<PairResult> retests;
-  for (const NodePair& p : plan.pairs) {
-    const bool slow = p == NodePair{0, 1} || p == NodePair{0, 3};
-    retests.push_back({p, slow ? 1.0 : 13.0, 0.7});
-  }
+  const std::vector<PairResult> retests =
+      measured(plan.pairs, among({{0, 1}, {0, 3}}), 1.0, 13.0, 0.7);
   const auto node0 = [](const Localisation& l) {
     return l.nodes.size() == 1 ? l.nodes[0].outcome : Outcome::kUnresolved;
   };
@@ -497,13 +487,12 @@ TEST(Localise, APairPlannedTwiceRunsAgainOnce) {
 TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {
   // 4 nodes: node 2 slow with everyone, and 1-3 slow once by chance. Only node 0 is good, so
   // node 2's second partner is an end of the suspect link, trusted once its own retests pass.
-  std::vector<PairResult> pass;
-  for (const Round& round : circle_rounds(4)) {
-    for (const NodePair& p : round) {
-      const bool slow = p.a == 2 || p.b == 2 || p == NodePair{1, 3};
-      pass.push_back({p, slow ? 1.0 : 10.0, 2.0});
-    }
-  }
+  const std::vector<PairResult> pass = measured(
+      scan_pairs(4),
+      [](NodePair p) {
+        return p.a == 2 || p.b == 2 || p == NodePair{1, 3};
+      },
+      1.0);
   const Thresholds t;
   const Judged judged = judge_pass(4, pass, t);
   const Reference& ref = judged.reference;
@@ -511,9 +500,8 @@ TEST(Localise, ASlowNodeIsConvictedWhenNoiseLeavesOneGoodNode) {
   ASSERT_EQ(s.nodes, std::vector<int>{2});
   ASSERT_EQ(s.good, std::vector<int>{0});
   const RetestPlan plan = plan_retests(s, 2, 100);
-  std::vector<PairResult> retests;
-  for (const NodePair& p : plan.pairs)
-    retests.push_back({p, p.a == 2 || p.b == 2 ? 1.0 : 10.0, 2.0});
+  const std::vector<PairResult> retests = measured(
+      plan.pairs, [](NodePair p) { return p.a == 2 || p.b == 2; }, 1.0);
   const Localisation l = localise(s, plan, retests, ref, t);
   ASSERT_EQ(l.nodes.size(), 1u);
   EXPECT_EQ(l.nodes[0].outcome, Outcome::kConvicted) << l.nodes[0].why;

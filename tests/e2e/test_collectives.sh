@@ -66,7 +66,8 @@ PY
 # (/collectives recording and recording_cpus) and where rank 0 was bound (/topology/ranks).
 cpus=$(nproc --all)
 if ((cpus >= 2)) && [[ $(nproc) == "$cpus" ]]; then
-  placement() {  # placement RANKS: "recording|recording_cpus|rank 0's CPUs" of a bound run
+  # placement RANKS: "recording|recording_cpus|rank 0's CPUs|apart or shared" of a bound run
+  placement() {
     local file="$TMP/bound$1.h5"
     "$MPIRUN" -n "$1" --bind-to hwthread "$SHAKEDOWN" run --phases collectives \
       --set collectives.scopes=[world] --set collectives.ops=[all_reduce] \
@@ -78,12 +79,19 @@ f = h5py.File(sys.argv[1], "r")
 a = f["/collectives"].attrs
 rank0 = f["/topology/ranks"][0]["cpus"]
 rank0 = rank0.decode() if isinstance(rank0, bytes) else str(rank0)
-print(f"{a['recording']}|{a['recording_cpus']}|{rank0}")
+def cpus(text):
+    out = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+apart = "apart" if not cpus(a["recording_cpus"]) & cpus(rank0) else "shared"
+print(f"{a['recording']}|{a['recording_cpus']}|{rank0}|{apart}")
 PY
   }
   one=$(placement 1) || fail "bound run on 1 rank"
-  IFS='|' read -r mode where bound <<<"$one"
-  [[ $mode == background && -n $where && $where != "$bound" ]] ||
+  IFS='|' read -r mode where bound apart <<<"$one"
+  [[ $mode == background && -n $where && $where != "$bound" && $apart == apart ]] ||
     fail "rank 0 bound to CPU $bound of $cpus should write on a free CPU (got: $one)"
   if ((cpus <= 4)); then
     all=$(placement "$cpus") || fail "bound run on $cpus ranks"

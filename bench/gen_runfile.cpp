@@ -325,9 +325,9 @@ int generate(int argc, char** argv) {
           sd::GatheredSize g;
           g.iters = it;
           g.world = nw;
-          g.time_us.assign(it * nw, NAN);
-          g.arrival_us.assign(it * nw, NAN);
-          g.wait_us.assign(it * nw, NAN);
+          g.time_us.assign(it * nw, shakedown::kNaN);
+          g.arrival_us.assign(it * nw, shakedown::kNaN);
+          g.wait_us.assign(it * nw, shakedown::kNaN);
           g.wrong.assign(nw, 0);
           g.first_wrong.assign(nw, -1);
           std::vector<double>& t = g.time_us;

@@ -17,9 +17,9 @@
 # the sanitizers' authors advise) with line tables only (-gline-tables-only: reports still name
 # file and line, at less build time).
 # Time: every tree is a unity build (CMAKE_UNITY_BUILD: several sources per compiler run, which
-# parses the shared headers once; the phases and the reporters compile file by file). The builds
-# never run beside the tests: the MPI and end-to-end tests judge timings on oversubscribed cores,
-# and a compiler beside them, even at idle priority, made a rank 10x slower on CI.
+# parses the shared headers once). The builds never run beside the tests: the MPI and end-to-end
+# tests judge timings on oversubscribed cores, and a compiler beside them, even at idle priority,
+# made a rank 10x slower on CI.
 # Usage: scripts/test.sh [extra ctest arguments for step 1, e.g. -L unit]
 # SHAKEDOWN_BUILD_DIR (default build-release, as for scripts/demo.sh), SHAKEDOWN_ASAN_DIR
 # (build-asan) and SHAKEDOWN_TSAN_DIR (build-tsan) name the build folders; SHAKEDOWN_SANITIZERS=0

@@ -42,10 +42,6 @@ std::vector<std::string> split_text(const std::string& text, char separator) {
   return out;
 }
 
-std::string plural(std::size_t n, const std::string& one, const std::string& many = "") {
-  return std::to_string(n) + " " + (n == 1 ? one : (many.empty() ? one + "s" : many));
-}
-
 // One node's fields and facts by key, and where it is.
 struct NodeView {
   int index = 0;

@@ -18,10 +18,6 @@ namespace shakedown {
 
 namespace {
 
-std::string plural(std::size_t n, const std::string& one, const std::string& many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 std::string sweep_name(const SweepData& s) {
   return s.scope + " " + s.op + " " + s.leaf + " " + s.mode;
 }

@@ -480,10 +480,6 @@ std::string pct(double ratio) {
   return fixed_text(100 * std::fabs(ratio - 1), ratio >= 0.9995 && ratio < 1.1 ? 1 : 0) + "%";
 }
 
-std::string p_text(double p) {
-  return p < 1e-6 ? std::string("p < 1e-6") : "p = " + general_text(p, 2);
-}
-
 }  // namespace
 
 const char* result_name(CompareItem::Result r) {
@@ -657,7 +653,7 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
                " (median ratio " + general_text(g.ratio, 3) + ") in " +
                std::to_string(g.changed.size()) + "/" + std::to_string(g.judged) + " (" +
                join(std::vector<std::string>(g.changed.begin(), g.changed.begin() + shown), ", ") +
-               (g.changed.size() > shown ? ", ..." : "") + "), smallest " + p_text(g.p);
+               (g.changed.size() > shown ? ", ..." : "") + "), smallest " + p_text(g.p, -6);
     }
     // Worst first: the size of the change times the number of items it shows in.
     const double weight = std::fabs(std::log(g.ratio)) * static_cast<double>(g.changed.size());
@@ -705,8 +701,9 @@ std::string format_comparison(const Comparison& c, bool detail) {
         continue;
       }
       os << general_text(i.ratio, 3) << " [" << general_text(i.lo, 3) << ", "
-         << general_text(i.hi, 3) << "], " << p_text(i.p) << " (" << general_text(i.before_us, 4)
-         << " -> " << general_text(i.after_us, 4) << " " << i.unit << ")";
+         << general_text(i.hi, 3) << "], " << p_text(i.p, -6) << " ("
+         << general_text(i.before_us, 4) << " -> " << general_text(i.after_us, 4) << " " << i.unit
+         << ")";
       if (i.result == CompareItem::Result::kSlower) os << " SLOWER";
       if (i.result == CompareItem::Result::kFaster) os << " faster";
       os << '\n';

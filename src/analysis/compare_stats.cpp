@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "analysis/stragglers.hpp"
+#include "core/stats.hpp"
 
 namespace shakedown {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kExactMax = 8;  // scipy's "auto": exact when min(n1, n2) <= 8, no ties
 // Exact confidence intervals count the null distribution up to this many pairs; beyond, the
 // normal approximation of its quantile.

@@ -21,14 +21,9 @@ namespace shakedown {
 namespace {
 
 namespace d = schema::devices;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string gbps(double v) {
   return general_text(v, 3) + " GB/s";
-}
-
-std::string p_text(double p) {
-  return p < 1e-4 ? std::string("p < 1e-4") : "p = " + general_text(p, 2);
 }
 
 // Seconds per GB (time grows with slowness, as find_stragglers wants), NaN stays NaN.

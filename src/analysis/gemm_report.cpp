@@ -43,8 +43,6 @@ std::string tflops_text(double v) {
   return buf;
 }
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // One shape as recorded.
 struct ShapeData {
   std::string name;

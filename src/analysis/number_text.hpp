@@ -22,4 +22,11 @@ inline std::string general_text(double v, int digits) {
   return buf;
 }
 
+// A test's p-value: "p = 0.012", or "p < 1e-4" below 10^floor_exponent (the smallest the test
+// resolves).
+inline std::string p_text(double p, int floor_exponent = -4) {
+  if (p < std::pow(10.0, floor_exponent)) return "p < 1e" + std::to_string(floor_exponent);
+  return "p = " + general_text(p, 2);
+}
+
 }  // namespace shakedown

@@ -106,10 +106,6 @@ std::string ms_text(double ms) {
   return fixed_text(ms, std::fabs(ms) >= 100 ? 0 : (std::fabs(ms) >= 1 ? 1 : 3)) + " ms";
 }
 
-std::string p_text(double p) {
-  return p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(p, 2);
-}
-
 // The ranks of each TP group, keyed by the group's index: the phase numbers a DP group by TP
 // group, so the ranks of one TP group share their dp_rank (whatever the rank numbering across
 // nodes). The ranks of one DP group share a tp_rank.
@@ -432,7 +428,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     Finding f = rank_finding(facts, "train.stragglers", straggler_status(facts, e.excess), e.rank);
     f.message = facts.rank_name(e.rank) + ": its compute is " + fixed_text(100 * e.excess, 0) +
                 "% slower than the other ranks' in " + std::to_string(e.flagged) + "/" +
-                std::to_string(e.compared) + " (" + join(e.cases, ", ") + "), p " + p_text(e.p) +
+                std::to_string(e.compared) + " (" + join(e.cases, ", ") + "), " + p_text(e.p) +
                 "; every step waits for it";
     f.value = e.excess;
     f.expected = facts.straggler_slowdown();
@@ -521,7 +517,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       }
       f.value = late_ms;
       f.unit = "ms late";
-      f.evidence = std::to_string(d.steps) + " steps on aligned clocks, p " + p_text(e.p);
+      f.evidence = std::to_string(d.steps) + " steps on aligned clocks, " + p_text(e.p);
       out.findings.push_back(f);
     }
     if (late.empty() && culprit_waited_for) {

@@ -26,10 +26,6 @@ int severity(CheckStatus s) {
   return 0;
 }
 
-std::string plural(std::size_t n, const std::string& one, const std::string& many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 // "48 sweeps (720 sizes), 4 GEMM shapes on 4 ranks / 2 nodes (virtual)".
 std::string tested_text(const RunAnalysis& a) {
   std::vector<std::string> parts;

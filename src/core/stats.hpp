@@ -2,10 +2,14 @@
 // Robust statistics (docs/architecture.md "Timing and the verdict"): median, percentiles, MAD. NaN
 // entries (iterations or ranks that did not take part) are ignored; an all-NaN input gives NaN.
 #include <cstddef>
+#include <limits>
 #include <span>
 #include <vector>
 
 namespace shakedown {
+
+// A value that was not measured, in memory and in the file.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Linear interpolation between closest ranks; q in [0, 1].
 double percentile(std::span<const double> values, double q);

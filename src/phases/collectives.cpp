@@ -34,11 +34,7 @@ namespace shakedown {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Why a size has no timings (the `skipped` column).
-enum SkipCode : std::int64_t { kMeasured = 0, kTooSmall = 1, kOutOfMemory = 2 };
-
 // One scope instance: the communicator this rank uses, or none when it sits this one out.
 struct ScopeRun {
   std::string name;  // HDF5 / report name: world, intra_node, inter_node, rail_<L>

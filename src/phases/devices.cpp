@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "devices/device.hpp"
 #include "devices/schedule.hpp"
@@ -30,8 +31,6 @@ namespace {
 using devices::Device;
 using devices::PairMode;
 using devices::PairStep;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 class DevicesRun {
  public:

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "fp8/scaling.hpp"
 #include "fp8/tensor.hpp"
@@ -31,7 +32,6 @@ namespace shakedown {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Rows of D checked against fp64: 16 on a GPU; every row on the CPU engine up to 2^26 elements
 // of D (the reference costs about as much as the GEMM), 256 rows beyond.
 constexpr std::int64_t kGpuSampledRows = 16;
@@ -110,8 +110,6 @@ struct RankResult {
   std::string check_note;
   std::uint64_t hash = 0;
 };
-
-enum SkipCode : std::int64_t { kMeasured = 0, kOutOfMemory = 2 };
 
 class ShapeSweep {
  public:

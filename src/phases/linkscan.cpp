@@ -74,8 +74,6 @@ void spin_for(double seconds) {
 using fabric::NodePair;
 using fabric::Round;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // One tested pair as the scan measured it: filled on its initiator, agreed by a reduction.
 struct Measured {
   NodePair pair;

@@ -148,7 +148,6 @@ void append_collective_size(RunWriter& w, const std::string& path,
       throw InternalError(where() + ": column rank " + std::to_string(r) + " outside the world");
     }
   }
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   std::vector<float> time(iters * n), arrival(iters * n), wait(iters * n);
   std::vector<double> base(iters, kNaN);
   for (std::size_t i = 0; i < iters; ++i) {

@@ -9,10 +9,9 @@
 #include <string_view>
 #include <vector>
 
-namespace shakedown::telemetry {
+#include "core/stats.hpp"  // kNaN: a signal without a value, in memory and in the file
 
-// What a signal without a value reads as, in memory and in the file.
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+namespace shakedown::telemetry {
 
 // How a signal is summarised and judged.
 //   kGauge:   a level (watts, MHz, percent): decimated by the window's mean.

@@ -4,16 +4,13 @@
 #include <map>
 #include <string>
 
+#include "core/strings.hpp"
 #include "topology/placement.hpp"
 
 namespace shakedown {
 namespace {
 
 constexpr std::size_t kMaxItems = 8;  // a reason must stay readable on 1,000 nodes
-
-std::string plural(std::size_t n, const std::string& word, const std::string& words = "") {
-  return std::to_string(n) + " " + (n == 1 ? word : words.empty() ? word + "s" : words);
-}
 
 std::string join_items(const std::vector<std::string>& items, const char* sep = ", ") {
   std::string out;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "core/strings.hpp"
 #include "topology/cpu_list.hpp"
 #include "topology/network_checks.hpp"
 
@@ -29,10 +30,6 @@ std::string join_items(const std::vector<std::string>& items) {
 // "rank 3" or "ranks 0-3,8".
 std::string ranks_text(std::vector<int> ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + format_cpu_list(std::move(ranks));
-}
-
-std::string plural(std::size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 std::string node_label(const RankInfo& r, bool virtual_nodes) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "topology/cpu_list.hpp"
 #include "topology/discovery.hpp"
 #include "topology/hwloc_topology.hpp"
@@ -208,12 +209,6 @@ void validate(const PlanRequest& req) {
       throw UsageError("plan: host '" + h + "' is listed twice; each node must appear once");
     }
   }
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/collectives_data.hpp"
+#include "core/stats.hpp"
 #include "record/collective_rows.hpp"
 #include "record/reader.hpp"
 #include "record/recorder.hpp"
@@ -93,7 +94,7 @@ void round_trip(const Context& ctx, const std::string& label) {
                               ctx.world_size(), 1.0,          0,         kSizes};
       rec.write([&](RunWriter& w) { write_collective_header(w, group, h, columns); });
       for (int z = 0; z < kSizes; ++z) {
-        std::vector<double> t(kIters, NAN), a(kIters, NAN), wt(kIters, NAN);
+        std::vector<double> t(kIters, kNaN), a(kIters, kNaN), wt(kIters, kNaN);
         if (scope.mine) {
           for (int i = 0; i < kIters; ++i) {
             t[static_cast<std::size_t>(i)] = time_of(ctx.rank(), i, z);

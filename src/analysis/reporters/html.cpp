@@ -23,10 +23,9 @@
 namespace shakedown {
 namespace {
 
-using Json = nlohmann::json;
+using PageJson = nlohmann::json;
 
 constexpr std::size_t kMaxRows = 128;  // rows a chart shows before ranks become nodes
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
@@ -35,7 +34,7 @@ const char* color(std::size_t i) {
 }
 
 // A number for a chart: rounded to 4 significant digits (the page's size), null when NaN.
-Json num(double v) {
+PageJson num(double v) {
   if (!std::isfinite(v)) return nullptr;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
@@ -121,7 +120,7 @@ class Page {
 
   // A chart: its canvas here, its configuration into the data block. `extra` holds the hints
   // report.js acts on (x_log2_bytes, heatmap).
-  void chart(Json spec, Json extra = Json::object(), int height = 320) {
+  void chart(PageJson spec, PageJson extra = PageJson::object(), int height = 320) {
     const std::string id = "chart-" + std::to_string(charts_.size());
     extra["id"] = id;
     extra["spec"] = std::move(spec);
@@ -131,7 +130,8 @@ class Page {
   }
   std::size_t charts() const { return charts_.size(); }
   std::string data() const {
-    std::string s = Json{{"charts", charts_}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string s =
+        PageJson{{"charts", charts_}}.dump(-1, ' ', false, PageJson::error_handler_t::replace);
     // Inside <script>, "</" would end the element: JSON allows "<\/".
     std::string out;
     out.reserve(s.size());
@@ -146,24 +146,24 @@ class Page {
   }
 
  private:
-  Json charts_ = Json::array();
+  PageJson charts_ = PageJson::array();
 };
 
-Json axis_title(const std::string& text) {
+PageJson axis_title(const std::string& text) {
   return {{"display", true}, {"text", text}};
 }
 
 // A heatmap as floating bars: one dataset per row, each cell the bar [row, row + 1] of its column
 // (x stacked: the rows share the column; y not: no sums), coloured by its value; `v` holds the
 // values for the tooltip. Columns are the x axis' labels.
-Json heatmap_spec(const std::vector<std::vector<double>>& cells, const Json& cols, double lo,
-                  double hi) {
-  Json datasets = Json::array();
+PageJson heatmap_spec(const std::vector<std::vector<double>>& cells, const PageJson& cols,
+                      double lo, double hi) {
+  PageJson datasets = PageJson::array();
   for (std::size_t y = 0; y < cells.size(); ++y) {
-    Json data = Json::array(), colors = Json::array(), values = Json::array();
+    PageJson data = PageJson::array(), colors = PageJson::array(), values = PageJson::array();
     for (double v : cells[y]) {
       const bool none = std::isnan(v);
-      data.push_back(none ? Json(nullptr) : Json::array({y, y + 1}));
+      data.push_back(none ? PageJson(nullptr) : PageJson::array({y, y + 1}));
       colors.push_back(heat(none ? kNaN : hi > lo ? (v - lo) / (hi - lo) : 0));
       values.push_back(num(v));
     }
@@ -295,13 +295,14 @@ void compare_section(Page& p, const Comparison& c) {
     p.html << "<p>No item could be judged.</p></section>\n";
     return;
   }
-  Json labels = Json::array(), bars = Json::array(), points = Json::array(), colors = Json::array();
+  PageJson labels = PageJson::array(), bars = PageJson::array(), points = PageJson::array(),
+           colors = PageJson::array();
   for (const CompareItem* i : shown) {
     std::string label = i->what;
     if (!i->size.empty()) label += " " + i->size;
     if (!i->where.empty()) label += " @ " + i->where;
     labels.push_back(label);
-    bars.push_back(Json::array({num(i->lo), num(i->hi)}));
+    bars.push_back(PageJson::array({num(i->lo), num(i->hi)}));
     points.push_back(num(i->ratio));
     colors.push_back(i->result == CompareItem::Result::kSlower   ? "rgba(214,39,40,0.6)"
                      : i->result == CompareItem::Result::kFaster ? "rgba(44,160,44,0.6)"
@@ -314,20 +315,20 @@ void compare_section(Page& p, const Comparison& c) {
            {"data",
             {{"labels", labels},
              {"datasets",
-              Json::array({{{"label", "interval"}, {"data", bars}, {"backgroundColor", colors}},
-                           {{"label", "ratio"},
-                            {"type", "line"},
-                            {"showLine", false},
-                            {"data", points},
-                            {"pointRadius", 4},
-                            {"backgroundColor", "#000"},
-                            {"borderColor", "#000"}}})}}},
+              PageJson::array({{{"label", "interval"}, {"data", bars}, {"backgroundColor", colors}},
+                               {{"label", "ratio"},
+                                {"type", "line"},
+                                {"showLine", false},
+                                {"data", points},
+                                {"pointRadius", 4},
+                                {"backgroundColor", "#000"},
+                                {"borderColor", "#000"}}})}}},
            {"options",
             {{"indexAxis", "y"},
              {"scales",
               {{"x", {{"title", axis_title("after / before (1 = unchanged)")}}},
                {"y", {{"ticks", {{"autoSkip", false}, {"font", {{"size", 10}}}}}}}}}}}},
-          Json::object(), height);
+          PageJson::object(), height);
   p.html << "</section>\n";
 }
 
@@ -358,13 +359,13 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
            << ")</p>\n";
   }
   for (const std::string& scope : scopes) {
-    Json datasets = Json::array();
+    PageJson datasets = PageJson::array();
     std::map<std::string, double> expected;  // op -> GB/s from the platform
     std::size_t k = 0;
     std::uint64_t largest = 0;
     for (const SweepData& s : d.sweeps) {
       if (s.scope != scope || !s.unsupported.empty() || s.measured() == 0) continue;
-      Json pts = Json::array();
+      PageJson pts = PageJson::array();
       for (std::size_t i = 0; i < s.sizes.size() && i < s.busbw.size(); ++i) {
         if (!std::isfinite(s.busbw[i])) continue;
         pts.push_back(
@@ -392,11 +393,11 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
           std::log2(static_cast<double>(std::max<std::uint64_t>(1, a.facts.platform->min_bytes)));
       datasets.push_back(
           {{"label", "expected " + op + " (" + a.facts.platform->name + ")"},
-           {"data",
-            Json::array({{{"x", num(from)}, {"y", num(gbps)}},
+           {"data", PageJson::array(
+                        {{{"x", num(from)}, {"y", num(gbps)}},
                          {{"x", num(std::log2(static_cast<double>(largest)))}, {"y", num(gbps)}}})},
            {"borderColor", "#555"},
-           {"borderDash", Json::array({6, 4})},
+           {"borderDash", PageJson::array({6, 4})},
            {"showLine", true},
            {"pointRadius", 0}});
     }
@@ -442,7 +443,7 @@ void collectives_section(Page& p, const RunFile& file, const RunAnalysis& a) {
                                               std::vector<double>(nsizes, kNaN));
   std::vector<std::vector<double>> late_cells = time_cells;
   double late_max = 0;
-  Json cols = Json::array();
+  PageJson cols = PageJson::array();
   const std::size_t slice = iters * world;  // one size's samples [iters, world]
   for (std::size_t s = 0; s < nsizes; ++s) {
     cols.push_back(format_size(head->sizes[s]));
@@ -513,11 +514,11 @@ void gemm_section(Page& p, const RunAnalysis& a) {
   }
   p.html << "</tbody></table>\n";
   const Rows rows = chart_rows(a.facts, world);
-  Json datasets = Json::array();
+  PageJson datasets = PageJson::array();
   std::size_t k = 0;
   for (const GemmShapeRow& r : g.rows) {
     if (!r.measured) continue;
-    Json v = Json::array();
+    PageJson v = PageJson::array();
     for (double x : per_row(rows, r.rank_tflops, false)) v.push_back(num(x));
     datasets.push_back({{"label", r.name},
                         {"data", std::move(v)},
@@ -530,9 +531,9 @@ void gemm_section(Page& p, const RunAnalysis& a) {
   if (a.facts.platform && a.facts.platform->fp8_tflops > 0 && g.engine == "cublaslt") {
     datasets.push_back(
         {{"label", "expected (" + a.facts.platform->name + ")"},
-         {"data", Json(std::vector<double>(rows.labels.size(), a.facts.platform->fp8_tflops))},
+         {"data", PageJson(std::vector<double>(rows.labels.size(), a.facts.platform->fp8_tflops))},
          {"borderColor", "#555"},
-         {"borderDash", Json::array({6, 4})},
+         {"borderDash", PageJson::array({6, 4})},
          {"pointRadius", 0}});
   }
   if (!datasets.empty()) {
@@ -602,12 +603,12 @@ void train_section(Page& p, const RunFile& file, const RunAnalysis& a) {
       pick[static_cast<std::size_t>(row)] = static_cast<int>(r);
     }
   }
-  Json datasets = Json::array();
+  PageJson datasets = PageJson::array();
   for (std::size_t k = 0; k < medians.size(); ++k) {
-    Json v = Json::array();
+    PageJson v = PageJson::array();
     for (int r : pick) {
       v.push_back(r >= 0 && static_cast<std::size_t>(r) < medians[k].size() ? num(medians[k][r])
-                                                                            : Json(nullptr));
+                                                                            : PageJson(nullptr));
     }
     datasets.push_back(
         {{"label", parts[k].first}, {"data", std::move(v)}, {"backgroundColor", color(k)}});
@@ -669,7 +670,7 @@ void checkpoint_section(Page& p, const RunFile& file, const RunAnalysis& a) {
     if (read_med[r] > 0) rgb[r] = static_cast<double>(bytes[of]) / read_med[r] / 1e9;
   }
   const Rows rows = chart_rows(a.facts, world);
-  Json wv = Json::array(), rv = Json::array();
+  PageJson wv = PageJson::array(), rv = PageJson::array();
   for (double v : per_row(rows, wgb, false)) wv.push_back(num(v));
   for (double v : per_row(rows, rgb, false)) rv.push_back(num(v));
   p.html << "<h3>GB/s per " << rows.per()
@@ -681,8 +682,9 @@ void checkpoint_section(Page& p, const RunFile& file, const RunAnalysis& a) {
        {"data",
         {{"labels", rows.labels},
          {"datasets",
-          Json::array({{{"label", "write GB/s"}, {"data", wv}, {"backgroundColor", color(0)}},
-                       {{"label", "read GB/s"}, {"data", rv}, {"backgroundColor", color(2)}}})}}},
+          PageJson::array(
+              {{{"label", "write GB/s"}, {"data", wv}, {"backgroundColor", color(0)}},
+               {{"label", "read GB/s"}, {"data", rv}, {"backgroundColor", color(2)}}})}}},
        {"options", {{"scales", {{"y", {{"title", axis_title("GB/s")}, {"beginAtZero", true}}}}}}}});
   p.html << "</section>\n";
 }
@@ -700,10 +702,10 @@ void devices_section(Page& p, const RunAnalysis& a) {
          << ". Copy and triad count bytes read + written (STREAM); host&lt;-&gt;device and pair "
             "copies count bytes copied.</p>\n";
   const Rows rows = chart_rows(a.facts, d.world);
-  Json datasets = Json::array();
+  PageJson datasets = PageJson::array();
   for (std::size_t k = 0; k < d.tests.size(); ++k) {
     const std::vector<double> med = column_medians(d.tests[k].alone, d.world);
-    Json v = Json::array();
+    PageJson v = PageJson::array();
     for (double x : per_row(rows, med, false)) v.push_back(num(x));
     datasets.push_back({{"label", d.tests[k].name + " GB/s"},
                         {"data", std::move(v)},
@@ -818,7 +820,7 @@ void links_section(Page& p, const RunAnalysis& a) {
              << "each node, and `shakedown summary --detail` lists every pair.</p>\n";
     }
     // Each node's median over its pairs of the scan: a slow node is a short bar.
-    Json labels = Json::array(), values = Json::array();
+    PageJson labels = PageJson::array(), values = PageJson::array();
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<double> row;
       for (std::size_t j = 0; j < n; ++j) {
@@ -830,9 +832,9 @@ void links_section(Page& p, const RunAnalysis& a) {
     p.chart({{"type", "bar"},
              {"data",
               {{"labels", std::move(labels)},
-               {"datasets", Json::array({{{"label", "median of the node's pairs, GB/s"},
-                                          {"data", std::move(values)},
-                                          {"backgroundColor", color(0)}}})}}},
+               {"datasets", PageJson::array({{{"label", "median of the node's pairs, GB/s"},
+                                              {"data", std::move(values)},
+                                              {"backgroundColor", color(0)}}})}}},
              {"options",
               {{"scales",
                 {{"x", {{"title", axis_title("node")}}},
@@ -893,7 +895,7 @@ void telemetry_section(Page& p, const RunAnalysis& a) {
                : std::vector<Plot>{{th::kCpuMhzMin, "slowest core's clock", "MHz", false},
                                    {th::kLoad, "load (1 min)", "load", false}};
   for (const Plot& plot : plots) {
-    Json datasets = Json::array();
+    PageJson datasets = PageJson::array();
     double high = 0;
     std::size_t lines = 0, left_out = 0;
     for (const TelemetryNode* n : order) {
@@ -904,7 +906,7 @@ void telemetry_section(Page& p, const RunAnalysis& a) {
           ++left_out;
           continue;
         }
-        Json points = Json::array();
+        PageJson points = PageJson::array();
         for (std::size_t r = 0; r < n->decimated_time_us.size(); ++r) {
           const double v = n->decimated[r * nc + c];
           if (!std::isfinite(v)) continue;
@@ -929,8 +931,8 @@ void telemetry_section(Page& p, const RunAnalysis& a) {
       const double to = (first.phase_end_us[ph] - t0) * 1e-6;
       datasets.push_back(
           {{"label", first.phases[ph]},
-           {"data", Json::array({{{"x", num(from)}, {"y", num(high)}},
-                                 {{"x", num(to)}, {"y", num(high)}}})},
+           {"data", PageJson::array({{{"x", num(from)}, {"y", num(high)}},
+                                     {{"x", num(to)}, {"y", num(high)}}})},
            {"fill", "origin"},
            {"backgroundColor", ph % 2 == 0 ? "rgba(0,0,0,0.06)" : "rgba(0,0,0,0.02)"},
            {"borderWidth", 0},

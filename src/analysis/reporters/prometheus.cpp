@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/reporters/formats.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "record/schema.hpp"
 
@@ -80,7 +81,7 @@ double epoch_seconds(const std::string& iso) {
   if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &s) != 6 ||
       y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || h < 0 ||
       mi < 0 || s < 0) {
-    return NAN;  // a damaged file's text: no time rather than a wrong one
+    return kNaN;  // a damaged file's text: no time rather than a wrong one
   }
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;

@@ -1,6 +1,7 @@
 #include "comm/pattern.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <exception>
 #include <string>
 #include <thread>
@@ -100,43 +101,78 @@ void fill_small_float(void* buffer, std::uint64_t count, const PatternParams& pa
   });
 }
 
-template <typename Load>
-void verify_range(Load load, CollectiveKind kind, const CollectiveCounts& counts,
-                  const PatternParams& p, int rank, std::uint64_t chunk, std::uint64_t k0,
-                  std::uint64_t begin, std::uint64_t count, VerifyResult& r) {
-  for (std::uint64_t k = 0; k < count; ++k) {
-    const std::uint64_t i = begin + k;
-    const double got = load(i);
-    const double want = expected_in_chunk(kind, p, counts, rank, chunk, k0 + k);
-    if (!matches(got, want)) {
-      if (r.wrong == 0) {
-        r.first_wrong = static_cast<std::int64_t>(i);
-        r.expected = want;
-        r.got = got;
+// Elements [begin, begin + count) of the output against expected_in_chunk(K, ..., chunk, k0 + k).
+// A block whose every element has its expected bits (the pattern's values are finite integers, so
+// equal bits is matches()) costs no branch per element; only a block with a difference is walked
+// element by element, with matches() deciding (a -0 for +0, a NaN) and the first wrong one kept.
+template <CollectiveKind K, typename Load>
+void verify_range(Load load, const CollectiveCounts& counts, const PatternParams& p, int rank,
+                  std::uint64_t chunk, std::uint64_t k0, std::uint64_t begin, std::uint64_t count,
+                  VerifyResult& r) {
+  constexpr std::uint64_t kBlock = 512;
+  for (std::uint64_t b = 0; b < count; b += kBlock) {
+    const std::uint64_t e = std::min(count, b + kBlock);
+    std::uint64_t diff = 0;
+    for (std::uint64_t k = b; k < e; ++k) {
+      diff |= std::bit_cast<std::uint64_t>(load(begin + k)) ^
+              std::bit_cast<std::uint64_t>(expected_in_chunk(K, p, counts, rank, chunk, k0 + k));
+    }
+    if (diff == 0) continue;
+    for (std::uint64_t k = b; k < e; ++k) {
+      const std::uint64_t i = begin + k;
+      const double got = load(i);
+      const double want = expected_in_chunk(K, p, counts, rank, chunk, k0 + k);
+      if (!matches(got, want)) {
+        if (r.wrong == 0) {
+          r.first_wrong = static_cast<std::int64_t>(i);
+          r.expected = want;
+          r.got = got;
+        }
+        ++r.wrong;
       }
-      ++r.wrong;
+    }
+  }
+}
+
+template <CollectiveKind K, typename Load>
+void verify_span_k(Load load, const CollectiveCounts& counts, const PatternParams& p, int rank,
+                   std::uint64_t begin, std::uint64_t end, VerifyResult& r) {
+  if constexpr (!output_in_chunks(K)) {
+    return verify_range<K>(load, counts, p, rank, 0, begin, begin, end - begin, r);
+  } else {
+    if (counts.unit == 0) return;
+    for (std::uint64_t i = begin; i < end;) {
+      const std::uint64_t c = i / counts.unit;
+      const std::uint64_t k0 = i % counts.unit;
+      const std::uint64_t len = std::min(end - i, counts.unit - k0);
+      verify_range<K>(load, counts, p, rank, c, k0, i, len, r);
+      i += len;
     }
   }
 }
 
 // Elements [begin, end) of the output, cut at chunk boundaries (a chunk is counts.unit elements
 // from one source rank; a recv that is not a whole number of chunks, not from the table, is
-// checked to its end the same way).
+// checked to its end the same way). The collective is a template argument from here on, so the
+// per-element switch in expected_in_chunk folds away.
 template <typename Load>
 void verify_span(Load load, CollectiveKind kind, const CollectiveCounts& counts,
                  const PatternParams& params, int rank, std::uint64_t begin, std::uint64_t end,
                  VerifyResult& r) {
   const PatternParams p = params;  // see fill_loop
-  if (!output_in_chunks(kind)) {
-    return verify_range(load, kind, counts, p, rank, 0, begin, begin, end - begin, r);
-  }
-  if (counts.unit == 0) return;
-  for (std::uint64_t i = begin; i < end;) {
-    const std::uint64_t c = i / counts.unit;
-    const std::uint64_t k0 = i % counts.unit;
-    const std::uint64_t len = std::min(end - i, counts.unit - k0);
-    verify_range(load, kind, counts, p, rank, c, k0, i, len, r);
-    i += len;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return verify_span_k<CollectiveKind::kAllReduce>(load, counts, p, rank, begin, end, r);
+    case CollectiveKind::kAllGather:
+      return verify_span_k<CollectiveKind::kAllGather>(load, counts, p, rank, begin, end, r);
+    case CollectiveKind::kReduceScatter:
+      return verify_span_k<CollectiveKind::kReduceScatter>(load, counts, p, rank, begin, end, r);
+    case CollectiveKind::kBroadcast:
+      return verify_span_k<CollectiveKind::kBroadcast>(load, counts, p, rank, begin, end, r);
+    case CollectiveKind::kAllToAll:
+      return verify_span_k<CollectiveKind::kAllToAll>(load, counts, p, rank, begin, end, r);
+    case CollectiveKind::kSendRecv:
+      return verify_span_k<CollectiveKind::kSendRecv>(load, counts, p, rank, begin, end, r);
   }
 }
 

@@ -354,7 +354,7 @@ int generate(int argc, char** argv) {
           sd::CollectiveSizeStats stats;
           stats.bytes = bytes;
           stats.count = counts.unit;
-          stats.skipped = counts.unit == 0 ? sd::schema::kCollTooSmall : sd::schema::kCollMeasured;
+          stats.skipped = counts.unit == 0 ? sd::schema::kSkipTooSmall : sd::schema::kSkipMeasured;
           sd::set_iteration_stats(stats, g);
           stats.algbw_GBps = sd::algbw_gbps(counts.bytes, stats.time_med_us * 1e-6);
           stats.busbw_GBps = stats.algbw_GBps * info->busbw_factor(scope.nranks);

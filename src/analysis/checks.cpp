@@ -209,9 +209,9 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     ++sweeps;
     sizes += s.sizes.size();
     for (std::size_t i = 0; i < s.sizes.size(); ++i) {
-      if (s.skipped[i] == schema::kCollMeasured) ++measured;
-      if (s.skipped[i] == schema::kCollTooSmall) ++too_small;
-      if (s.skipped[i] == schema::kCollOutOfMemory) {
+      if (s.skipped[i] == schema::kSkipMeasured) ++measured;
+      if (s.skipped[i] == schema::kSkipTooSmall) ++too_small;
+      if (s.skipped[i] == schema::kSkipOutOfMemory) {
         if (oom == 0 || s.sizes[i] < oom_from) oom_from = s.sizes[i];
         ++oom;
       }
@@ -324,7 +324,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
       if (iters == 0 || iters_t != iters || rows_t != rows) continue;
       const std::size_t world = s.world;
       for (std::size_t z = 0; z < s.sizes.size() && z < rows; ++z) {
-        if (s.skipped[z] != schema::kCollMeasured) continue;
+        if (s.skipped[z] != schema::kSkipMeasured) continue;
         const double* arrival = &arrivals[z * iters * world];
         const double* time = &times[z * iters * world];
         StragglerCase c{sweep_name(s) + " " + format_size(s.sizes[z]), {}, iters, world, 0};

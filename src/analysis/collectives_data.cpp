@@ -103,20 +103,20 @@ SweepData read_sweep(const RunFile& f, const std::string& path, const std::strin
 
 std::size_t SweepData::measured() const {
   std::size_t n = 0;
-  for (auto s : skipped) n += s == schema::kCollMeasured ? 1 : 0;
+  for (auto s : skipped) n += s == schema::kSkipMeasured ? 1 : 0;
   return n;
 }
 
 long SweepData::largest() const {
   for (std::size_t i = sizes.size(); i-- > 0;) {
-    if (skipped[i] == schema::kCollMeasured) return static_cast<long>(i);
+    if (skipped[i] == schema::kSkipMeasured) return static_cast<long>(i);
   }
   return -1;
 }
 
 long SweepData::smallest() const {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (skipped[i] == schema::kCollMeasured && sizes[i] > 0) return static_cast<long>(i);
+    if (skipped[i] == schema::kSkipMeasured && sizes[i] > 0) return static_cast<long>(i);
   }
   return -1;
 }
@@ -221,7 +221,7 @@ std::vector<double> read_size_times(const RunFile& f, const SweepData& sweep, st
 std::map<int, double> node_busbw(const RunFile& f, const SweepData& s, std::size_t size,
                                  const std::vector<RankInfo>& ranks) {
   std::map<int, double> out;
-  if (size >= s.sizes.size() || s.skipped[size] != schema::kCollMeasured) return out;
+  if (size >= s.sizes.size() || s.skipped[size] != schema::kSkipMeasured) return out;
   std::size_t iters = 0;
   const std::vector<double> t = read_size_times(f, s, size, &iters);
   if (iters == 0) return out;

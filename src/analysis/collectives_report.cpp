@@ -51,10 +51,10 @@ int format_sweep(const SweepData& d, std::ostringstream& os) {
       wrong_here += d.wrong[s * d.world + r];
     }
     const auto count = static_cast<unsigned long long>(s < d.count.size() ? d.count[s] : 0);
-    if (d.skipped[s] != schema::kCollMeasured) {
+    if (d.skipped[s] != schema::kSkipMeasured) {
       std::snprintf(line, sizeof line, "    %10s %12llu   skipped: %s\n",
                     size_text(d.sizes[s]).c_str(), count,
-                    d.skipped[s] == schema::kCollTooSmall ? "too small for one element per rank"
+                    d.skipped[s] == schema::kSkipTooSmall ? "too small for one element per rank"
                                                           : "out of memory");
     } else {
       const bool fast = d.link_GBps > 0 && d.busbw[s] > d.link_GBps;

@@ -163,20 +163,20 @@ void compare_collectives(const RunFile& fb, const RunFile& fa, Judge& judge, Com
     }
     const SweepData* sa = it->second;
     for (std::size_t j = 0; j < sa->sizes.size(); ++j) {
-      if (sa->skipped[j] == schema::kCollMeasured &&
+      if (sa->skipped[j] == schema::kSkipMeasured &&
           std::find(sb->sizes.begin(), sb->sizes.end(), sa->sizes[j]) == sb->sizes.end()) {
         c.only_in_after.push_back("collectives " + name + " " + format_size(sa->sizes[j]));
       }
     }
     for (std::size_t i = 0; i < sb->sizes.size(); ++i) {
-      if (sb->skipped[i] != schema::kCollMeasured) continue;
+      if (sb->skipped[i] != schema::kSkipMeasured) continue;
       const auto j = std::find(sa->sizes.begin(), sa->sizes.end(), sb->sizes[i]);
       if (j == sa->sizes.end()) {
         c.only_in_before.push_back("collectives " + name + " " + format_size(sb->sizes[i]));
         continue;
       }
       const std::size_t ja = static_cast<std::size_t>(j - sa->sizes.begin());
-      if (sa->skipped[ja] != schema::kCollMeasured) continue;
+      if (sa->skipped[ja] != schema::kSkipMeasured) continue;
       std::size_t ib = 0, iat = 0;
       const std::vector<double> tb = read_size_times(fb, *sb, i, &ib);
       const std::vector<double> ta = read_size_times(fa, *sa, ja, &iat);

@@ -201,12 +201,12 @@ class Sweep {
       mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.arrival_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
       mine.wait_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
-      std::int64_t skipped = counts.unit == 0 ? kTooSmall : kMeasured;
+      std::int64_t skipped = counts.unit == 0 ? schema::kSkipTooSmall : schema::kSkipMeasured;
       Buffers own;  // this size's own, when the sweep's largest could not be had
       Buffers* buffers = &pool;
       if (pooled == 0) {
         const double t_alloc = now_us();
-        if (skipped == kMeasured && scope_.comm != nullptr && !pool.in) {
+        if (skipped == schema::kSkipMeasured && scope_.comm != nullptr && !pool.in) {
           skipped = allocate(counts, own);
           buffers = &own;
         }
@@ -216,7 +216,7 @@ class Sweep {
             MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_MAX, env_.ctx.world()));
         times_->prepare += (now_us() - t_alloc) * 1e-6;
       }
-      if (skipped == kMeasured && scope_.comm != nullptr) {
+      if (skipped == schema::kSkipMeasured && scope_.comm != nullptr) {
         measure(counts, bytes, *buffers, mine);
         if (const double us = median(mine.time_us); std::isfinite(us) && bytes > 0) {
           last_bytes_ = bytes;
@@ -289,7 +289,8 @@ class Sweep {
     return {counts.send, counts.recv};
   }
 
-  // Returns kMeasured, or kOutOfMemory when this rank cannot have the buffers.
+  // Returns schema::kSkipMeasured, or schema::kSkipOutOfMemory when this rank cannot have the
+  // buffers.
   std::int64_t allocate(const CollectiveCounts& counts, Buffers& b) {
     Comm& comm = *scope_.comm;
     const std::size_t elem = dtype_size(dtype_);
@@ -299,12 +300,12 @@ class Sweep {
       if (!in_place_) b.own_out = comm.allocate(out * elem);
     } catch (const OutOfMemory&) {
       b = {};
-      return kOutOfMemory;
+      return schema::kSkipOutOfMemory;
     }
     b.in = b.own_in.get();
     b.out = b.own_out.get();
     b.capacity = counts.send;
-    return kMeasured;
+    return schema::kSkipMeasured;
   }
 
   // The buffers of the sweep's largest size, used by every size (a prefix each), so memory is
@@ -329,7 +330,7 @@ class Sweep {
     if (!fits) {
       kept.release();  // first: the old and the new buffers are never held together
       Buffers fresh;
-      if (allocate(largest, fresh) != kMeasured) return b;
+      if (allocate(largest, fresh) != schema::kSkipMeasured) return b;
       kept.comm = scope_.comm;
       kept.in = std::move(fresh.own_in);
       kept.out = std::move(fresh.own_out);
@@ -542,8 +543,9 @@ std::uint64_t Sweep::record(PendingSize& size) {
       [path = path_, columns = columns_, stats, g = std::move(g), coll_bytes = counts.bytes,
        factor = info_.busbw_factor(scope_.nranks)](RunWriter& w) mutable {
         set_iteration_stats(stats, g);
-        stats.algbw_GBps =
-            stats.skipped == kMeasured ? algbw_gbps(coll_bytes, stats.time_med_us * 1e-6) : kNaN;
+        stats.algbw_GBps = stats.skipped == schema::kSkipMeasured
+                               ? algbw_gbps(coll_bytes, stats.time_med_us * 1e-6)
+                               : kNaN;
         stats.busbw_GBps = stats.algbw_GBps * factor;
         append_collective_size(w, path, *columns, stats, g);
       },

@@ -134,7 +134,7 @@ class ShapeSweep {
 
     RankResult mine;
     mine.time_us.assign(static_cast<std::size_t>(cfg.iters), kNaN);
-    std::int64_t skipped = kMeasured;
+    std::int64_t skipped = schema::kSkipMeasured;
     std::string skip_reason;
     fp8::Fp8Tensor a, b;
     std::unique_ptr<GemmProblem> problem;
@@ -147,17 +147,17 @@ class ShapeSweep {
         b = make_operand(run.shape.n, run.shape.k, run.b_format, cfg.seed, 2 * step_number + 1);
         problem = engine_.prepare(a, b, options_);
       } catch (const OutOfMemory& e) {
-        skipped = kOutOfMemory;
+        skipped = schema::kSkipOutOfMemory;
         skip_reason = e.what();
       } catch (const std::bad_alloc&) {
-        skipped = kOutOfMemory;
+        skipped = schema::kSkipOutOfMemory;
         skip_reason = "out of host memory for the operands";
       }
     });
     if (!skip_reason.empty()) skip_reason = ctx.describe_rank(ctx.rank()) + ": " + skip_reason;
     std::int64_t any_skipped = skipped;
     SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any_skipped, 1, MPI_INT64_T, MPI_MAX, ctx.world()));
-    if (any_skipped != kMeasured) {
+    if (any_skipped != schema::kSkipMeasured) {
       problem.reset();
     } else {
       measure(*problem, run, step_number, a, b, mine);

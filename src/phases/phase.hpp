@@ -1,7 +1,6 @@
 #pragma once
 // A phase is a function registered in one table (phases/phase.cpp): name + run function.
 // Phases measure, then hand plain per-rank records to the Recorder; they never format output.
-#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,9 +28,6 @@ struct PhaseEnv {
   const FaultPlan& faults;
   bool progress;  // rank 0 shows progress lines on stderr
 };
-
-// Why a step has no timings: the `skipped` codes of /collectives and /gemm (record/schema.hpp).
-enum SkipCode : std::int64_t { kMeasured = 0, kTooSmall = 1, kOutOfMemory = 2 };
 
 struct PhaseEntry {
   std::string name;  // one of pipeline_phases()

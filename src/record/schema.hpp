@@ -304,9 +304,11 @@ inline constexpr const char* kAttrSecondsRecord = "seconds_record";
 inline constexpr const char* kAttrRecording = "recording";           // "background" | "inline"
 inline constexpr const char* kAttrRecordingCpus = "recording_cpus";  // "" inline
 }  // namespace coll
-inline constexpr std::int64_t kCollMeasured = 0;
-inline constexpr std::int64_t kCollTooSmall = 1;
-inline constexpr std::int64_t kCollOutOfMemory = 2;
+// The codes of a step's `skipped`: a collective size (coll::kSkipped) or a GEMM shape
+// (gemm::kAttrSkipped, which is never too small).
+inline constexpr std::int64_t kSkipMeasured = 0;
+inline constexpr std::int64_t kSkipTooSmall = 1;
+inline constexpr std::int64_t kSkipOutOfMemory = 2;
 
 // ---- /gemm/<shape>/ ----
 inline constexpr const char* kGemmGroup = "/gemm";

@@ -37,7 +37,7 @@ SweepData sweep(const std::string& mode, const std::string& leaf, double bw) {
   s.nranks = 2;
   s.world = 4;
   s.sizes = {8, 1u << 20};
-  s.skipped = {schema::kCollMeasured, schema::kCollMeasured};
+  s.skipped = {schema::kSkipMeasured, schema::kSkipMeasured};
   s.time_med_us = {5, 1500};
   s.time_p95_us = {6, 1600};
   s.algbw = {0.001, bw};

@@ -116,10 +116,10 @@ Json collectives_json(const RunFile& file, const RunAnalysis& a) {
     for (std::size_t i = 0; i < s.sizes.size(); ++i) {
       Json z;
       z["bytes"] = s.sizes[i];
-      z["measured"] = s.skipped[i] == schema::kCollMeasured;
-      z["skipped"] = s.skipped[i] == schema::kCollMeasured   ? Json(nullptr)
-                     : s.skipped[i] == schema::kCollTooSmall ? Json("too_small")
-                     : s.skipped[i] == schema::kCollOutOfMemory
+      z["measured"] = s.skipped[i] == schema::kSkipMeasured;
+      z["skipped"] = s.skipped[i] == schema::kSkipMeasured   ? Json(nullptr)
+                     : s.skipped[i] == schema::kSkipTooSmall ? Json("too_small")
+                     : s.skipped[i] == schema::kSkipOutOfMemory
                          ? Json("out_of_memory")
                          : Json("code " + std::to_string(s.skipped[i]));
       z["time_median_us"] = number(s.time_med_us[i]);

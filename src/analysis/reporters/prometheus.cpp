@@ -167,7 +167,7 @@ std::string format_prometheus(const RunFile& file, const RunAnalysis& a) {
     for (const SweepData& s : a.collectives.sweeps) {
       Labels base{{"scope", s.scope}, {"op", s.op}, {"dtype", s.leaf}, {"mode", s.mode}};
       for (std::size_t i = 0; i < s.sizes.size(); ++i) {
-        if (s.skipped[i] != schema::kCollMeasured || !std::isfinite(s.busbw[i])) continue;
+        if (s.skipped[i] != schema::kSkipMeasured || !std::isfinite(s.busbw[i])) continue;
         Labels l = base;
         l.emplace_back("size", std::to_string(s.sizes[i]));
         l.emplace_back("node", "all");

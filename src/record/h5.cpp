@@ -781,6 +781,34 @@ int direct_deflate_level(const AppendCache::Entry& e) {
 
 }  // namespace
 
+namespace {
+
+// HDF5's shuffle filter: byte j of element i goes to j * n + i. The element size is a template
+// argument for the row types (float32; float64, int64, uint64), so the loops run over constant
+// strides.
+template <std::size_t E>
+void shuffle_fixed(const unsigned char* in, unsigned char* out, std::size_t n) {
+  for (std::size_t j = 0; j < E; ++j) {
+    unsigned char* plane = out + j * n;
+    for (std::size_t i = 0; i < n; ++i) plane[i] = in[i * E + j];
+  }
+}
+
+void shuffle(const unsigned char* in, unsigned char* out, std::size_t n, std::size_t element) {
+  switch (element) {
+    case 4:
+      return shuffle_fixed<4>(in, out, n);
+    case 8:
+      return shuffle_fixed<8>(in, out, n);
+    default:
+      for (std::size_t j = 0; j < element; ++j) {
+        for (std::size_t i = 0; i < n; ++i) out[j * n + i] = in[i * element + j];
+      }
+  }
+}
+
+}  // namespace
+
 void AppendCache::CompressorFree::operator()(libdeflate_compressor* c) const noexcept {
   libdeflate_free_compressor(c);
 }
@@ -802,11 +830,7 @@ bool AppendCache::write_direct(Entry& e, const void* data, hsize_t first, hsize_
   std::vector<hsize_t> offset(e.row_dims.size() + 1, 0);
   const auto* rows = static_cast<const unsigned char*>(data);
   for (hsize_t k = 0; k < nrows; ++k) {
-    // HDF5's shuffle: byte j of element i goes to j * per_row + i.
-    const unsigned char* row = rows + k * row_bytes;
-    for (std::size_t i = 0; i < per_row; ++i) {
-      for (std::size_t j = 0; j < element; ++j) shuffled_[j * per_row + i] = row[i * element + j];
-    }
+    shuffle(rows + k * row_bytes, shuffled_.data(), per_row, element);
     const std::size_t size = libdeflate_zlib_compress(
         compressor_.get(), shuffled_.data(), row_bytes, compressed_.data(), compressed_.size());
     if (size == 0) throw InternalError("libdeflate: a row did not fit its compression bound");

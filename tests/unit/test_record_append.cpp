@@ -484,7 +484,8 @@ TEST(RecordAppend, DatasetsCreatedInTurnAcrossGroupsKeepTheirRows) {
 // Whole-row chunks (a world-scope size-row) are shuffled and deflated by the cache itself and
 // written with H5Dwrite_chunk: HDF5's own filter pipeline reads them back exactly, rows written
 // at creation, one at a time and held to a flush alike, with NaN and negative values; small rows
-// (several per chunk) and uncompressed datasets are left to HDF5.
+// (several per chunk) and uncompressed datasets are left to HDF5. float64 and int64 rows (the
+// cache shuffles 8-byte elements apart from 4-byte ones) too.
 TEST(RecordAppend, WholeRowChunksAreCompressedByTheCacheAndReadBackByHdf5) {
   TempDir dir;
   const Dims row{20, 1024};  // 80 KiB of float32
@@ -497,6 +498,8 @@ TEST(RecordAppend, WholeRowChunksAreCompressedByTheCacheAndReadBackByHdf5) {
     v[static_cast<std::size_t>(r) * 13] = std::numeric_limits<float>::quiet_NaN();
     rows.push_back(std::move(v));
   }
+  std::vector<double> wide_doubles;
+  std::vector<std::int64_t> wide_ints;
   h5::AppendCache cache;
   {
     h5::File f = h5::create_file(dir / "direct.h5");
@@ -511,10 +514,23 @@ TEST(RecordAppend, WholeRowChunksAreCompressedByTheCacheAndReadBackByHdf5) {
     h5::append_rows(f.get(), "/w/small", iota_values<double>(8, 0.5), {8}, 1, &cache);
     h5::append_rows(f.get(), "/w/plain", rows[0], row, 0, &cache);
     h5::append_rows(f.get(), "/w/plain", rows[1], row, 0, &cache);
+    // 8-byte elements: negative, fractional and huge values, every byte of them in play.
+    for (int r = 0; r < 2; ++r) {
+      std::vector<double> d(20 * 1024);
+      std::vector<std::int64_t> n(20 * 1024);
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        d[i] = (static_cast<double>(i) - 5000.25) * 1.0e9 / (r + 3.0);
+        n[i] = (static_cast<std::int64_t>(i) - 7000) * 1234567890123LL + r;
+      }
+      h5::append_rows(f.get(), "/w/f64", d, row, 1, &cache);
+      h5::append_rows(f.get(), "/w/i64", n, row, 1, &cache);
+      wide_doubles.insert(wide_doubles.end(), d.begin(), d.end());
+      wide_ints.insert(wide_ints.end(), n.begin(), n.end());
+    }
     cache.write_pending();
     cache.clear();
   }
-  EXPECT_EQ(cache.direct_rows(), 5u);
+  EXPECT_EQ(cache.direct_rows(), 9u);
   const std::filesystem::path file = dir / "direct.h5";
   EXPECT_TRUE(compressed(file, "/w/time_us"));
   EXPECT_FALSE(compressed(file, "/w/plain"));
@@ -534,6 +550,10 @@ TEST(RecordAppend, WholeRowChunksAreCompressedByTheCacheAndReadBackByHdf5) {
   EXPECT_EQ(differ, 0u);
   EXPECT_EQ(h5::read_dataset_double(back.get(), "/w/small"), iota_values<double>(8, 0.5));
   EXPECT_EQ(h5::read_dataset_double(back.get(), "/w/plain").size(), 2u * 20 * 1024);
+  EXPECT_TRUE(compressed(file, "/w/f64"));
+  EXPECT_TRUE(compressed(file, "/w/i64"));
+  EXPECT_EQ(h5::read_dataset_double(back.get(), "/w/f64"), wide_doubles);
+  EXPECT_EQ(h5::read_dataset_int64(back.get(), "/w/i64"), wide_ints);
 }
 
 }  // namespace

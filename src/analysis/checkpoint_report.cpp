@@ -116,11 +116,7 @@ std::string s_text(double s) {
   return fixed_text(s, s < 100 ? 2 : 0) + " s";
 }
 
-std::string gbps_text(double v) {
-  return general_text(v, 3) + " GB/s";
-}
-
-std::string size_text(double bytes) {
+std::string bytes_text(double bytes) {
   return format_size(static_cast<std::uint64_t>(std::max(0.0, bytes)));
 }
 
@@ -157,7 +153,7 @@ std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
                   "; the storage, the writer's node or the path between them corrupts data";
       f.value = static_cast<double>(d.bad[d.at(i, r)]);
       f.unit = "first wrong byte";
-      f.evidence = "xxh3 per " + size_text(static_cast<double>(d.block)) +
+      f.evidence = "xxh3 per " + bytes_text(static_cast<double>(d.block)) +
                    " block against the committed metadata, then byte by byte against the "
                    "content written";
       out.push_back(f);
@@ -172,7 +168,7 @@ std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
     Finding f = run_finding(
         "checkpoint.verify", CheckStatus::kPass,
         "every byte of " + std::to_string(verified) + " restored shard(s) (" +
-            size_text(verified_bytes) + ") matched its committed checksums" +
+            bytes_text(verified_bytes) + ") matched its committed checksums" +
             (unverified > 0 ? "; " + std::to_string(unverified) + " not verified" : ""));
     f.value = static_cast<double>(verified);
     f.unit = "shards";
@@ -217,11 +213,11 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   if (!d.bytes.empty()) {
     const auto [lo, hi] = std::minmax_element(d.bytes.begin(), d.bytes.end());
     s.bytes_per_rank = static_cast<double>(*hi);
-    s.shards = *lo == *hi
-                   ? std::to_string(d.world) + " x " + size_text(s.bytes_per_rank)
-                   : std::to_string(d.world) + " shards of " + size_text(static_cast<double>(*lo)) +
-                         " to " + size_text(s.bytes_per_rank) + ", " + size_text(s.total_bytes) +
-                         " in all";
+    s.shards = *lo == *hi ? std::to_string(d.world) + " x " + bytes_text(s.bytes_per_rank)
+                          : std::to_string(d.world) + " shards of " +
+                                bytes_text(static_cast<double>(*lo)) + " to " +
+                                bytes_text(s.bytes_per_rank) + ", " + bytes_text(s.total_bytes) +
+                                " in all";
   }
   if (d.iters == 0) {
     out.findings.push_back(run_finding("checkpoint.coverage", CheckStatus::kFail,

@@ -17,7 +17,7 @@ constexpr std::size_t kExactMax = 8;  // scipy's "auto": exact when min(n1, n2) 
 // normal approximation of its quantile.
 constexpr std::size_t kExactPairs = 40000;
 
-std::vector<double> finite(std::span<const double> v) {
+std::vector<double> without_nan(std::span<const double> v) {
   std::vector<double> out;
   for (double x : v) {
     if (!std::isnan(x)) out.push_back(x);
@@ -74,7 +74,7 @@ const std::vector<double>& UNullCounts::operator()(std::size_t m, std::size_t n)
 
 UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double> ys, UMethod method,
                              UNullCounts* cache) {
-  const std::vector<double> x = finite(xs), y = finite(ys);
+  const std::vector<double> x = without_nan(xs), y = without_nan(ys);
   UTest t;
   t.n1 = x.size();
   t.n2 = y.size();
@@ -107,7 +107,7 @@ UTest mann_whitney_two_sided(std::span<const double> xs, std::span<const double>
 
 Shift hodges_lehmann(std::span<const double> xs, std::span<const double> ys, double alpha,
                      UNullCounts* cache) {
-  const std::vector<double> x = finite(xs), y = finite(ys);
+  const std::vector<double> x = without_nan(xs), y = without_nan(ys);
   Shift s{kNaN, kNaN, kNaN, kNaN};
   if (x.empty() || y.empty()) return s;
   std::vector<double> diffs;

@@ -22,10 +22,6 @@ namespace {
 
 namespace d = schema::devices;
 
-std::string gbps(double v) {
-  return general_text(v, 3) + " GB/s";
-}
-
 // Seconds per GB (time grows with slowness, as find_stragglers wants), NaN stays NaN.
 double per_gb(double gbps_value) {
   return gbps_value > 0 ? 1.0 / gbps_value : kNaN;
@@ -177,8 +173,9 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
       f.expected = min.value;
       f.unit = "GB/s";
       f.message = facts.rank_name(static_cast<int>(r)) + ": its device's " + t.name + " " +
-                  gbps(got) + " (" + t.counted + ") is " + fixed_text(100 * ratio, 0) + "% of " +
-                  min.source + " = " + gbps(min.value) + shared_cores_note(facts, ratio, 1.0);
+                  gbps_text(got) + " (" + t.counted + ") is " + fixed_text(100 * ratio, 0) +
+                  "% of " + min.source + " = " + gbps_text(min.value) +
+                  shared_cores_note(facts, ratio, 1.0);
       f.evidence = "median of " + std::to_string(trials) + " trials, the device alone";
       out.push_back(f);
     }
@@ -376,8 +373,8 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
           Finding f = run_finding(
               "devices.pairs", below_expected(facts, got / min.value, 1.0),
               facts.node_name(n.node) + ": pair " + slot_name(facts, n, static_cast<int>(s)) +
-                  " -> " + slot_name(facts, n, static_cast<int>(t)) + " copies " + gbps(got) +
-                  " one way, below " + min.source + " = " + gbps(min.value));
+                  " -> " + slot_name(facts, n, static_cast<int>(t)) + " copies " + gbps_text(got) +
+                  " one way, below " + min.source + " = " + gbps_text(min.value));
           f.subject_kind = "link";
           f.subject =
               "node " + std::to_string(n.node) + " " + std::to_string(s) + "->" + std::to_string(t);
@@ -450,7 +447,8 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                       std::to_string(dv.nodes_with_pairs) +
                       " node(s): no device's pairs and no pair slower than the node's others";
     if (!unjudged.empty()) msg += " (not compared: " + join(unjudged, "; ") + ")";
-    if (min.value > 0) msg += "; every pair at or above " + min.source + " = " + gbps(min.value);
+    if (min.value > 0)
+      msg += "; every pair at or above " + min.source + " = " + gbps_text(min.value);
     out.push_back(run_finding("devices.pairs",
                               unjudged.size() == dv.nodes_with_pairs && min.value <= 0
                                   ? CheckStatus::kSkip
@@ -611,9 +609,9 @@ std::string format_devices(const DevicesFindings& dv, const RunFacts& facts, boo
     for (auto& [node, v] : by_node) node_total.push_back(median(v));
     const auto [lo, hi] = std::minmax_element(per_rank.begin(), per_rank.end());
     if (detail) {
-      os << "  " << t.name << ": " << gbps(median(per_rank)) << " per device alone ("
+      os << "  " << t.name << ": " << gbps_text(median(per_rank)) << " per device alone ("
          << general_text(*lo, 3) << " .. " << general_text(*hi, 3) << " over " << world
-         << "); per node with all at once " << gbps(median(node_total)) << '\n';
+         << "); per node with all at once " << gbps_text(median(node_total)) << '\n';
     } else {
       alone.push_back(t.name + " " + general_text(median(per_rank), 3) + " (slowest " +
                       general_text(*lo, 3) + ")");

@@ -20,9 +20,6 @@ namespace {
 namespace l = schema::linkscan;
 using fabric::NodePair;
 
-std::string gbps(double v) {
-  return general_text(v, 3) + " GB/s";
-}
 std::string usec(double v) {
   return general_text(v, 3) + " us";
 }
@@ -135,9 +132,9 @@ std::string node_evidence(const LinkscanRail& rail, int pos, const LinkscanFindi
   }
   const double m = median(bw);
   return "slow in " + std::to_string(slow) + " of its " + std::to_string(touching) +
-         " scan pair(s), median " + gbps(m) + " = " +
+         " scan pair(s), median " + gbps_text(m) + " = " +
          fixed_text(100 * m / rail.reference.best_bw_GBps, 0) + "% of the best pair's " +
-         gbps(rail.reference.best_bw_GBps) + " (pass: " + fixed_text(100 * lf.bw_fraction, 0) +
+         gbps_text(rail.reference.best_bw_GBps) + " (pass: " + fixed_text(100 * lf.bw_fraction, 0) +
          "%, linkscan.bw_fraction)";
 }
 
@@ -194,8 +191,8 @@ void rail_checks(const LinkscanRail& rail, const LinkscanFindings& lf, const Run
     x.value = bw;
     x.expected = lf.bw_fraction * rail.reference.best_bw_GBps;
     x.unit = "GB/s";
-    x.evidence = gbps(bw) + " = " + fixed_text(100 * bw / rail.reference.best_bw_GBps, 0) +
-                 "% of the best pair's " + gbps(rail.reference.best_bw_GBps);
+    x.evidence = gbps_text(bw) + " = " + fixed_text(100 * bw / rail.reference.best_bw_GBps, 0) +
+                 "% of the best pair's " + gbps_text(rail.reference.best_bw_GBps);
     x.message = "the link between " + facts.node_name(a) + " and " + facts.node_name(b) + on +
                 (f.outcome == fabric::Outcome::kConvicted
                      ? " is slow (" + x.evidence +
@@ -417,7 +414,7 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
       if (p.pass == 1) lats.push_back(p.lat_us);
     }
     os << "  " << rail << ": " << r.scanned << " pair(s) of " << r.nodes.size() << " nodes, best "
-       << gbps(r.reference.best_bw_GBps) << ", worst " << gbps(worst) << "; latency "
+       << gbps_text(r.reference.best_bw_GBps) << ", worst " << gbps_text(worst) << "; latency "
        << usec(r.reference.best_lat_us) << " lowest, " << usec(median(lats)) << " median";
     const std::size_t retests = r.pairs.size() - r.scanned - r.repeated.size();
     if (retests > 0) os << "; " << retests << " retest pair(s)";
@@ -454,9 +451,9 @@ std::string format_linkscan(const LinkscanFindings& lf, const RunFacts& facts, b
                : p.pass == 2 ? "retest"
                              : "again ")
            << " round " << p.round << "  node " << r.nodes[static_cast<std::size_t>(p.pair.a)]
-           << " - node " << r.nodes[static_cast<std::size_t>(p.pair.b)] << ": " << gbps(p.bw_median)
-           << ", " << usec(p.lat_us) << " (p99 " << usec(p.lat_p99_us) << ") over "
-           << (p.transport.empty() ? "?" : p.transport) << '\n';
+           << " - node " << r.nodes[static_cast<std::size_t>(p.pair.b)] << ": "
+           << gbps_text(p.bw_median) << ", " << usec(p.lat_us) << " (p99 " << usec(p.lat_p99_us)
+           << ") over " << (p.transport.empty() ? "?" : p.transport) << '\n';
       }
     }
   }

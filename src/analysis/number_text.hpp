@@ -22,6 +22,11 @@ inline std::string general_text(double v, int digits) {
   return buf;
 }
 
+// "12.3 GB/s", or "- GB/s" for NaN.
+inline std::string gbps_text(double v) {
+  return general_text(v, 3) + " GB/s";
+}
+
 // A test's p-value: "p = 0.012", or "p < 1e-4" below 10^floor_exponent (the smallest the test
 // resolves).
 inline std::string p_text(double p, int floor_exponent = -4) {

@@ -63,7 +63,7 @@ double mann_whitney_u(std::span<const double> x, std::span<const double> y) {
 
 namespace {
 
-std::vector<double> finite(std::span<const double> v) {
+std::vector<double> finite_values(std::span<const double> v) {
   std::vector<double> out;
   for (double x : v) {
     if (std::isfinite(x)) out.push_back(x);
@@ -108,7 +108,7 @@ std::vector<double> rank_sums(const std::vector<std::vector<double>>& values,
 }  // namespace
 
 double mann_whitney_greater(std::span<const double> xs, std::span<const double> ys) {
-  const std::vector<double> x = finite(xs), y = finite(ys);
+  const std::vector<double> x = finite_values(xs), y = finite_values(ys);
   const std::size_t m = x.size(), n = y.size();
   if (m == 0 || n == 0) return 1.0;
   const double u = mann_whitney_u(x, y);

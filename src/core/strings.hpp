@@ -18,9 +18,9 @@ std::string shell_quote(std::string_view word);
 // damaged file's strings, a host's odd name), for formats that must be UTF-8 (XML, Prometheus).
 std::string valid_utf8(std::string_view text);
 
-// Items joined with `separator`.
 // "1 rank", "3 ranks"; `many` where the plural is not `one` + "s".
 std::string plural(std::size_t n, const std::string& one, const std::string& many = "");
+// Items joined with `separator`.
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 
 // The candidate a typo most likely meant, if any is close enough to be worth suggesting.

@@ -152,6 +152,20 @@ std::string plural(std::size_t n, const std::string& one, const std::string& man
   return std::to_string(n) + " " + (n == 1 ? one : many.empty() ? one + "s" : many);
 }
 
+std::string join_limited(const std::vector<std::string>& items, std::string_view separator,
+                         std::size_t most) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < most; ++i) {
+    if (i > 0) out.append(separator);
+    out += items[i];
+  }
+  if (items.size() > most) {
+    out.append(separator);
+    out += "and " + std::to_string(items.size() - most) + " more";
+  }
+  return out;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -22,6 +22,10 @@ std::string valid_utf8(std::string_view text);
 std::string plural(std::size_t n, const std::string& one, const std::string& many = "");
 // Items joined with `separator`.
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// The first `most` items joined with `separator`, then "<separator>and N more" for the rest: a
+// list that stays readable on 1,000 nodes.
+std::string join_limited(const std::vector<std::string>& items, std::string_view separator,
+                         std::size_t most = 8);
 
 // The candidate a typo most likely meant, if any is close enough to be worth suggesting.
 std::optional<std::string_view> closest_match(std::string_view word,

@@ -200,6 +200,10 @@ Object open_object(hid_t loc, const std::string& path) {
   return Object(SD_H5_CHECK(H5Oopen(loc, path.empty() ? "." : path.c_str(), H5P_DEFAULT)));
 }
 
+std::string absolute_path(const std::string& path) {
+  return !path.empty() && path.front() == '/' ? path : "/" + path;
+}
+
 std::string parent_path(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();

@@ -124,6 +124,8 @@ Group ensure_group(hid_t loc, const std::string& path);
 Object open_object(hid_t loc, const std::string& path);
 // The parent part of an HDF5 path: "/a/b/c" -> "/a/b", "c" -> ".", "/c" -> "/".
 std::string parent_path(const std::string& path);
+// An HDF5 path from the root: "a/b" -> "/a/b"; "/a/b" as it is.
+std::string absolute_path(const std::string& path);
 
 // ---- types ----
 Datatype utf8_string_type();  // variable-length, UTF-8, NUL-terminated

@@ -65,10 +65,6 @@ struct RunFile::OpenFile {
 
 namespace {
 
-std::string absolute_path(const std::string& path) {
-  return !path.empty() && path.front() == '/' ? path : "/" + path;
-}
-
 void require_dataset(hid_t file, const std::string& path) {
   if (!h5::exists(file, path)) {
     throw UsageError("there is no dataset '" + path +
@@ -242,12 +238,12 @@ std::vector<double> RunFile::clock_rtt_us() const {
 }
 
 bool RunFile::has(const std::string& path) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "'" + p + "'", [&](hid_t file) { return h5::exists(file, p); });
 }
 
 std::vector<std::string> RunFile::children(const std::string& path) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "members of '" + p + "'", [&](hid_t file) {
     std::vector<std::string> names;
     if (!h5::exists(file, p)) return names;
@@ -264,7 +260,7 @@ std::vector<std::string> RunFile::children(const std::string& path) const {
 }
 
 bool RunFile::has_attr(const std::string& path, const std::string& name) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
     if (!h5::exists(file, p)) return false;
     h5::Object obj = h5::open_object(file, p);
@@ -274,7 +270,7 @@ bool RunFile::has_attr(const std::string& path, const std::string& name) const {
 
 std::vector<double> RunFile::read_doubles(const std::string& path,
                                           std::vector<std::uint64_t>* dims) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "'" + p + "'", [&](hid_t file) {
     require_dataset(file, p);
     return h5::read_dataset_double(file, p, dims);
@@ -284,7 +280,7 @@ std::vector<double> RunFile::read_doubles(const std::string& path,
 std::vector<double> RunFile::read_doubles_rows(const std::string& path, std::uint64_t first,
                                                std::uint64_t count,
                                                std::vector<std::uint64_t>* dims) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "'" + p + "'", [&](hid_t file) {
     require_dataset(file, p);
     return h5::read_dataset_double_rows(file, p, first, count, dims);
@@ -293,7 +289,7 @@ std::vector<double> RunFile::read_doubles_rows(const std::string& path, std::uin
 
 std::vector<std::int64_t> RunFile::read_int64(const std::string& path,
                                               std::vector<std::uint64_t>* dims) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "'" + p + "'", [&](hid_t file) {
     require_dataset(file, p);
     return h5::read_dataset_int64(file, p, dims);
@@ -302,7 +298,7 @@ std::vector<std::int64_t> RunFile::read_int64(const std::string& path,
 
 std::vector<std::uint64_t> RunFile::read_uint64(const std::string& path,
                                                 std::vector<std::uint64_t>* dims) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "'" + p + "'", [&](hid_t file) {
     require_dataset(file, p);
     return h5::read_dataset_uint64(file, p, dims);
@@ -310,7 +306,7 @@ std::vector<std::uint64_t> RunFile::read_uint64(const std::string& path,
 }
 
 std::string RunFile::attr_string(const std::string& path, const std::string& name) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
     h5::Object obj = open_existing(file, p);
     return h5::read_attr_string(obj.get(), name);
@@ -318,7 +314,7 @@ std::string RunFile::attr_string(const std::string& path, const std::string& nam
 }
 
 double RunFile::attr_double(const std::string& path, const std::string& name) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
     h5::Object obj = open_existing(file, p);
     return h5::read_attr_double(obj.get(), name);
@@ -326,7 +322,7 @@ double RunFile::attr_double(const std::string& path, const std::string& name) co
 }
 
 std::int64_t RunFile::attr_int64(const std::string& path, const std::string& name) const {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   return file_->use(path_, "attribute '" + name + "' of '" + p + "'", [&](hid_t file) {
     h5::Object obj = open_existing(file, p);
     return h5::read_attr_int64(obj.get(), name);

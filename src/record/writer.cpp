@@ -11,10 +11,6 @@ namespace shakedown {
 
 namespace {
 
-std::string absolute_path(const std::string& path) {
-  return !path.empty() && path.front() == '/' ? path : "/" + path;
-}
-
 void write_root_attrs(hid_t file, const RunMeta& meta) {
   h5::Group root = h5::ensure_group(file, schema::kRoot);
   const hid_t g = root.get();
@@ -236,29 +232,33 @@ void RunWriter::write_analysis(const AnalysisRecord& a) {
 void RunWriter::write_array(const std::string& path, std::span<const double> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit("'" + path + "'",
-       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+  edit("'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, h5::absolute_path(path), data, dims, compression_);
+  });
 }
 
 void RunWriter::write_array(const std::string& path, std::span<const float> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit("'" + path + "'",
-       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+  edit("'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, h5::absolute_path(path), data, dims, compression_);
+  });
 }
 
 void RunWriter::write_array(const std::string& path, std::span<const std::int64_t> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit("'" + path + "'",
-       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+  edit("'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, h5::absolute_path(path), data, dims, compression_);
+  });
 }
 
 void RunWriter::write_array(const std::string& path, std::span<const std::uint64_t> data,
                             const std::vector<std::uint64_t>& dims) {
   require_open("write_array " + path);
-  edit("'" + path + "'",
-       [&](hid_t file) { h5::write_dataset(file, absolute_path(path), data, dims, compression_); });
+  edit("'" + path + "'", [&](hid_t file) {
+    h5::write_dataset(file, h5::absolute_path(path), data, dims, compression_);
+  });
 }
 
 void RunWriter::edit(const std::string& what, const std::function<void(hid_t)>& fn) {
@@ -380,7 +380,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const double> row
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+    h5::append_rows(file, h5::absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
@@ -389,7 +389,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const float> rows
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+    h5::append_rows(file, h5::absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
@@ -398,7 +398,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::int64_
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+    h5::append_rows(file, h5::absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
@@ -407,7 +407,7 @@ void RunWriter::append_rows(const std::string& path, std::span<const std::uint64
                             const std::vector<std::uint64_t>& row_dims, std::uint64_t chunk_rows) {
   require_open("append_rows " + path);
   edit("rows of '" + path + "'", [&](hid_t file) {
-    h5::append_rows(file, absolute_path(path), rows, row_dims, compression_,
+    h5::append_rows(file, h5::absolute_path(path), rows, row_dims, compression_,
                     open_file_ ? &append_cache_ : nullptr, chunk_rows);
   });
 }
@@ -417,7 +417,7 @@ namespace {
 // Runs `write(object_id)` on the object at `path`, creating a group there first when missing.
 template <class Write>
 void on_object(hid_t file, const std::string& path, Write&& write) {
-  const std::string p = absolute_path(path);
+  const std::string p = h5::absolute_path(path);
   if (!h5::exists(file, p)) (void)h5::ensure_group(file, p);
   h5::Object obj = h5::open_object(file, p);
   write(obj.get());

@@ -10,19 +10,6 @@
 namespace shakedown {
 namespace {
 
-constexpr std::size_t kMaxItems = 8;  // a reason must stay readable on 1,000 nodes
-
-std::string join_items(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (std::size_t i = 0; i < items.size() && i < kMaxItems; ++i) {
-    if (i > 0) out += sep;
-    out += items[i];
-  }
-  if (items.size() > kMaxItems)
-    out += sep + ("and " + std::to_string(items.size() - kMaxItems) + " more");
-  return out;
-}
-
 // One physical node of the job: its name in Slurm (or its hostname) and where it sits.
 struct JobNode {
   std::string name;
@@ -59,7 +46,7 @@ std::string group_counts(const std::map<std::string, std::size_t>& counts) {
     items.push_back(sorted[i].first + ": " +
                     (i == 0 ? plural(sorted[i].second, "node") : std::to_string(sorted[i].second)));
   }
-  return join_items(items);
+  return join_limited(items, ", ");
 }
 
 std::vector<std::string> names_of(const std::vector<const JobNode*>& nodes) {
@@ -149,14 +136,14 @@ CheckResult check_leaf_switches(const std::vector<RankInfo>& ranks, const Networ
   }
   if (!unknown.empty()) {
     warnings.push_back(plural(unknown.size(), "node") + " without a known leaf switch (" +
-                       join_items(names_of(unknown)) + ")" +
+                       join_limited(names_of(unknown), ", ") + ")" +
                        (file_leaves ? ": add them to SwitchName lines in " + map->source() : ""));
   }
   if (!disagree.empty()) {
-    warnings.push_back(join_items(disagree, "; ") + " (Slurm's view is used; fix the file)");
+    warnings.push_back(join_limited(disagree, "; ") + " (Slurm's view is used; fix the file)");
   }
   if (!warnings.empty()) {
-    return make(kCheckLeafSwitches, CheckStatus::kWarn, join_items(warnings, "; "));
+    return make(kCheckLeafSwitches, CheckStatus::kWarn, join_limited(warnings, "; "));
   }
   return make(
       kCheckLeafSwitches, CheckStatus::kPass,
@@ -177,7 +164,7 @@ CheckResult check_blocks(const std::vector<RankInfo>& ranks, const NetworkMap& m
   if (counts.empty()) {
     return make(kCheckBlocks, CheckStatus::kWarn,
                 "none of the job's " + plural(nodes.size(), "node") + " (" +
-                    join_items(names_of(outside)) + ") is in a block of " + map.source() +
+                    join_limited(names_of(outside), ", ") + ") is in a block of " + map.source() +
                     ": the file must name nodes as Slurm does (or by hostname)");
   }
   const std::size_t inside = nodes.size() - outside.size();
@@ -201,9 +188,10 @@ CheckResult check_blocks(const std::vector<RankInfo>& ranks, const NetworkMap& m
   }
   if (!outside.empty()) {
     warnings.push_back(plural(outside.size(), "node") + " in no block of " + map.source() + " (" +
-                       join_items(names_of(outside)) + ")");
+                       join_limited(names_of(outside), ", ") + ")");
   }
-  if (!warnings.empty()) return make(kCheckBlocks, CheckStatus::kWarn, join_items(warnings, "; "));
+  if (!warnings.empty())
+    return make(kCheckBlocks, CheckStatus::kWarn, join_limited(warnings, "; "));
   return make(kCheckBlocks, CheckStatus::kPass,
               spread + (counts.size() == 1 ? "" : ", the fewest that hold them") + ", from " +
                   map.source());

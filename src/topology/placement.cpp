@@ -13,20 +13,6 @@
 namespace shakedown {
 namespace {
 
-// Long lists are cut: a reason must stay readable on 1,000 nodes.
-constexpr std::size_t kMaxItems = 8;
-
-std::string join_items(const std::vector<std::string>& items) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size() && i < kMaxItems; ++i) {
-    if (i > 0) out += "; ";
-    out += items[i];
-  }
-  if (items.size() > kMaxItems)
-    out += "; and " + std::to_string(items.size() - kMaxItems) + " more";
-  return out;
-}
-
 // "rank 3" or "ranks 0-3,8".
 std::string ranks_text(std::vector<int> ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + format_cpu_list(std::move(ranks));
@@ -86,7 +72,7 @@ CheckResult check_ranks_per_node(const std::vector<RankInfo>& ranks, const Place
     }
   }
   return result(kCheckRanksPerNode, CheckStatus::kFail,
-                join_items(odd) + ", others have " + std::to_string(usual) +
+                join_limited(odd, "; ") + ", others have " + std::to_string(usual) +
                     ": launch the same number of ranks on every node (mpirun --map-by ppr:" +
                     std::to_string(usual) +
                     ":node, srun --ntasks-per-node=" + std::to_string(usual) + ")");
@@ -160,28 +146,29 @@ CheckResult check_gpu_unique(const std::vector<RankInfo>& ranks, const Placement
 
   std::vector<std::string> failures, warnings;
   if (!missing.empty()) {
-    failures.push_back(join_items(missing) +
+    failures.push_back(join_limited(missing, "; ") +
                        ": check those nodes with nvidia-smi and drain them if a GPU is missing");
   }
   if (!sharing.empty()) {
     if (opt.allow_oversubscribe) {
-      warnings.push_back(join_items(sharing) + " (GPU sharing allowed: timings will be noisy)");
+      warnings.push_back(join_limited(sharing, "; ") +
+                         " (GPU sharing allowed: timings will be noisy)");
     } else {
-      failures.push_back(join_items(sharing) +
+      failures.push_back(join_limited(sharing, "; ") +
                          ": run at most one rank per GPU (ranks per host <= GPUs per host)");
     }
   }
-  if (!unused.empty()) warnings.push_back(join_items(unused));
+  if (!unused.empty()) warnings.push_back(join_limited(unused, "; "));
 
   std::string reason;
   CheckStatus status = CheckStatus::kPass;
   if (!failures.empty()) {
     status = CheckStatus::kFail;
-    reason = join_items(failures);
-    if (!warnings.empty()) reason += "; also: " + join_items(warnings);
+    reason = join_limited(failures, "; ");
+    if (!warnings.empty()) reason += "; also: " + join_limited(warnings, "; ");
   } else if (!warnings.empty()) {
     status = CheckStatus::kWarn;
-    reason = join_items(warnings);
+    reason = join_limited(warnings, "; ");
   } else {
     reason = "each of " + plural(by_gpu.size(), "GPU") + " is used by exactly one rank";
   }
@@ -250,13 +237,13 @@ CheckResult check_gpu_numa_affinity(const std::vector<RankInfo>& ranks) {
   const std::string fix =
       ": bind each rank next to its GPU (use the rankfile from `shakedown plan`)";
   if (!failures.empty()) {
-    std::string reason = join_items(failures) + fix;
-    if (!warnings.empty()) reason += "; also: " + join_items(warnings);
+    std::string reason = join_limited(failures, "; ") + fix;
+    if (!warnings.empty()) reason += "; also: " + join_limited(warnings, "; ");
     return result(kCheckGpuNumaAffinity, CheckStatus::kFail, reason + unknown_note);
   }
   if (!warnings.empty()) {
     return result(kCheckGpuNumaAffinity, CheckStatus::kWarn,
-                  join_items(warnings) + fix + unknown_note);
+                  join_limited(warnings, "; ") + fix + unknown_note);
   }
   return result(kCheckGpuNumaAffinity, CheckStatus::kPass,
                 plural(static_cast<std::size_t>(good), "rank") +
@@ -390,7 +377,7 @@ CheckResult check_oversubscription(const std::vector<RankInfo>& ranks,
     }
     return result(kCheckOversubscription,
                   opt.allow_oversubscribe ? CheckStatus::kWarn : CheckStatus::kFail,
-                  join_items(issues) + fix + virt + unbound_note);
+                  join_limited(issues, "; ") + fix + virt + unbound_note);
   }
   std::string limited_note;
   if (limited_hosts > 0) {
@@ -437,14 +424,14 @@ CheckResult check_expected_gpus(const std::vector<RankInfo>& ranks, const Placem
     }
   }
   if (!failures.empty()) {
-    return result(
-        kCheckExpectedGpus, CheckStatus::kFail,
-        join_items(failures) + ": check the node with nvidia-smi and drain it if a GPU is missing");
+    return result(kCheckExpectedGpus, CheckStatus::kFail,
+                  join_limited(failures, "; ") +
+                      ": check the node with nvidia-smi and drain it if a GPU is missing");
   }
   if (!warnings.empty()) {
-    return result(
-        kCheckExpectedGpus, CheckStatus::kWarn,
-        join_items(warnings) + ": update topology.expected_gpus_per_node if this is intended");
+    return result(kCheckExpectedGpus, CheckStatus::kWarn,
+                  join_limited(warnings, "; ") +
+                      ": update topology.expected_gpus_per_node if this is intended");
   }
   return result(kCheckExpectedGpus, CheckStatus::kPass,
                 "every " + std::string(opt.virtual_nodes ? "host" : "node") + " sees " +

@@ -70,3 +70,20 @@ TEST(Strings, ValidUtf8KeepsWellFormedTextAndReplacesTheRest) {
   EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), "????");                      // above U+10FFFF
   EXPECT_EQ(valid_utf8(std::string("n\0l", 3)), std::string("n\0l", 3));  // NUL is UTF-8
 }
+
+TEST(Strings, PluralCountsAndNames) {
+  EXPECT_EQ(plural(1, "node"), "1 node");
+  EXPECT_EQ(plural(0, "node"), "0 nodes");
+  EXPECT_EQ(plural(3, "leaf switch", "leaf switches"), "3 leaf switches");
+  EXPECT_EQ(plural(1, "leaf switch", "leaf switches"), "1 leaf switch");
+}
+
+TEST(Strings, JoinLimitedCutsLongListsAndSaysHowManyMore) {
+  EXPECT_EQ(join_limited({}, ", "), "");
+  EXPECT_EQ(join_limited({"a"}, ", "), "a");
+  EXPECT_EQ(join_limited({"a", "b", "c"}, "; ", 3), "a; b; c");
+  EXPECT_EQ(join_limited({"a", "b", "c", "d", "e"}, "; ", 3), "a; b; c; and 2 more");
+  std::vector<std::string> many;
+  for (int i = 0; i < 1000; ++i) many.push_back("n" + std::to_string(i));
+  EXPECT_EQ(join_limited(many, ", "), "n0, n1, n2, n3, n4, n5, n6, n7, and 992 more");
+}

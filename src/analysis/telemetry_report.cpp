@@ -475,7 +475,7 @@ TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts)
       " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)";
   if (empty_phases > 0) {
     message += "; " + std::to_string(empty_phases) +
-               " node-phase(s) without a sample (shorter than the interval?)";
+               " node-phase(s) without a sample (the sampler did not answer at the phase's end)";
   }
   if (!note_list.empty()) {  // the first three here, all in the evidence
     const std::size_t shown = std::min<std::size_t>(3, note_list.size());

@@ -68,7 +68,7 @@ void write_telemetry_node(RunWriter& w, const tm::NodeMessage& m, TelemetryGroup
   w.append_rows(group, st::kPhaseSamples, std::span<const std::int64_t>(&samples, 1), {});
   w.append_rows(group, st::kStats, to_float(p.stats), {channels, 3});
   const std::uint64_t series_rows = std::max<std::uint64_t>(1, kChunkBytes / (4 * channels));
-  if (!p.decimated_time_us.empty()) {  // a phase shorter than the interval may have no sample
+  if (!p.decimated_time_us.empty()) {  // a phase whose sampler did not answer has no sample
     w.append_rows(group, st::kDecimatedTimeUs, p.decimated_time_us, {}, kChunkRows);
     w.append_rows(group, st::kDecimated, to_float(p.decimated), {channels}, series_rows);
   }

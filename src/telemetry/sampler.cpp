@@ -128,6 +128,7 @@ void Sampler::run() {
   }
   std::vector<double> row(channels_.size());
   auto next = std::chrono::steady_clock::now();
+  bool asked = false;  // this sample is one take() asked for: off the grid, which stays
   for (;;) {
     const double t0 = now_us();
     sample_once(row);
@@ -147,19 +148,31 @@ void Sampler::run() {
         }
         xid_lost_seen_ = lost.size();
       }
+      if (sample_now_) {
+        sample_now_ = false;
+        sampled_.notify_all();
+      }
       // On a fixed grid, not "interval after the last sample": the rate stays what was asked
       // however long a sample takes (a slow one is followed at once by the next).
-      next += interval_;
+      if (!asked) next += interval_;
       if (const auto now = std::chrono::steady_clock::now(); next < now) {
         next = now + interval_;  // ticks a slow sample missed are skipped, not caught up
       }
-      if (wake_.wait_until(lock, next, [this] { return stop_; })) return;
+      wake_.wait_until(lock, next, [this] { return stop_ || sample_now_; });
+      if (stop_) return;
+      asked = sample_now_;
     }
   }
 }
 
 Batch Sampler::take() {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  if (batch_.time_us.empty() && !stop_) {
+    sample_now_ = true;
+    wake_.notify_all();
+    const auto most = std::min<std::chrono::milliseconds>(2 * interval_, std::chrono::seconds(1));
+    sampled_.wait_for(lock, most, [this] { return !batch_.time_us.empty() || stop_; });
+  }
   Batch out;
   std::swap(out, batch_);
   return out;

@@ -43,7 +43,10 @@ class Sampler {
   const std::vector<Channel>& channels() const noexcept { return channels_; }
   // The GPUs' bus ids by NVML index ("" unknown), for tying a GPU to the ranks that use it.
   const std::vector<std::string>& gpu_bus_ids() const noexcept { return bus_ids_; }
-  // The samples taken since the last take().
+  // The samples taken since the last take(). When there are none (a phase shorter than the
+  // interval), the thread takes one at once and take() waits for it, at most twice the interval
+  // (and never over a second: a GPU whose NVML calls hang must not hold the run), so every phase
+  // has its samples; the thread's grid of sample times stays as it was.
   Batch take();
   // What is not sampled, and why: the host reader's notes, NVML's state, each GPU signal NVML
   // gave no value for.
@@ -69,6 +72,8 @@ class Sampler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  bool sample_now_ = false;             // take() waits for a sample; guarded by mutex_
+  std::condition_variable sampled_;     // a sample asked for by take() is in batch_
   Batch batch_;                         // guarded by mutex_
   std::vector<std::string> gpu_notes_;  // guarded by mutex_
   std::vector<std::string> xid_notes_;  // guarded by mutex_

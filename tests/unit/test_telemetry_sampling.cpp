@@ -233,6 +233,26 @@ TEST(TelemetrySampler, SamplesHostAndGpusOnItsOwnThread) {
   EXPECT_GE(sampler.sample_cost_us(), 0.0);
 }
 
+// A phase shorter than the interval still gets a sample: take() asks the thread for one at once
+// instead of handing over nothing (the phase would read as unsampled).
+TEST(TelemetrySampler, TakeWithNothingSinceAsksForASampleAtOnce) {
+  FakeNvmlEnv env;
+  env.set("FAKE_NVML_GPUS", "1");
+  Sampler sampler(HostReader(), Nvml::open(SHAKEDOWN_FAKE_NVML), std::chrono::milliseconds(400));
+  const std::size_t channels = sampler.channels().size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Batch first = sampler.take();  // the sample taken at construction
+  ASSERT_EQ(first.time_us.size(), 1u);
+  for (int phase = 0; phase < 3; ++phase) {  // three short "phases", far inside one interval
+    const auto t0 = std::chrono::steady_clock::now();
+    const Batch b = sampler.take();
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    ASSERT_EQ(b.time_us.size(), 1u) << "phase " << phase;
+    EXPECT_EQ(b.values.size(), channels);
+    EXPECT_LT(waited, std::chrono::milliseconds(300)) << "waited for the grid, not asked";
+  }
+}
+
 TEST(TelemetryXid, ParsesTheDriversKernelLogLines) {
   const auto kmsg = parse_xid(
       "4,1234,5678,-;NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has "

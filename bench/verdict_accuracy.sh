@@ -9,7 +9,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-20}
 build=${2:-build-release}
-bin="$root/$build/shakedown"
+[[ "$build" == /* ]] || build="$root/$build"  # relative to the repository, or absolute
+bin="$build/shakedown"
 [[ -x "$bin" ]] || { echo "no $bin: build first (scripts/demo.sh or cmake --build $build)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/sd-accuracy.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

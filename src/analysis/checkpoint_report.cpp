@@ -345,7 +345,7 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   }
 
   // ---- stragglers: per-rank write (open .. close) and read ----
-  const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
+  const StragglerLimits limits = facts.straggler_limits();
   const std::string unjudged =
       cannot_judge(2, d.iters, d.world, "ranks", limits.alpha, "checkpoint.iters");
   if (!unjudged.empty()) {
@@ -372,8 +372,7 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
       f.message = facts.rank_name(e.rank) + ": its checkpoint I/O is " +
                   fixed_text(100 * e.excess, 0) + "% slower than the other ranks' in " +
                   std::to_string(e.flagged) + "/" + std::to_string(e.compared) + " (" +
-                  join(e.cases, ", ") + "), p " +
-                  (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)) +
+                  join(e.cases, ", ") + "), " + p_text(e.p) +
                   ": its node, its link to the storage or the storage target it hits";
       f.value = e.excess;
       f.expected = facts.straggler_slowdown();

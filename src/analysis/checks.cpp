@@ -346,7 +346,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
         if (c.scale > 0) cases.push_back(std::move(c));
       }
     }
-    const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
+    const StragglerLimits limits = facts.straggler_limits();
     const std::size_t before_late = out.size();
     std::vector<StragglerEvidence> late = find_stragglers(cases, limits);
     // A late rank is a straggler only when it is one of few: when a quarter of the ranks or more
@@ -372,8 +372,8 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
                    " world sizes, p " + general_text(e.p, 2);
       f.message = facts.rank_name(e.rank) + ": arrives late at the world's collectives by " +
                   fixed_text(100 * e.excess, 0) + "% of an iteration (median) in " +
-                  std::to_string(e.flagged) + "/" + std::to_string(e.compared) + " sizes, p " +
-                  (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)) +
+                  std::to_string(e.flagged) + "/" + std::to_string(e.compared) + " sizes, " +
+                  p_text(e.p) +
                   ": something on it (its CPU, a noisy neighbour, its host) delays every step";
       out.push_back(f);
     }

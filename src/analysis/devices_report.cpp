@@ -181,7 +181,7 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
     }
   }
   // Against the peers: time per GB of each test alone.
-  const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
+  const StragglerLimits limits = facts.straggler_limits();
   std::vector<StragglerCase> cases;
   for (const DevicesTest& t : dv.tests) {
     std::vector<double> v(t.alone.size());
@@ -343,7 +343,7 @@ void pcie_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
 }
 
 void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<Finding>& out) {
-  const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
+  const StragglerLimits limits = facts.straggler_limits();
   const Minimum min = dv.path == "cuda"
                           ? minimum(facts, facts.config.devices.min_pair_GBps, "min_pair_GBps",
                                     &Platform::devices_pair_GBps)

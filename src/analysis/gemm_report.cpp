@@ -340,14 +340,13 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     }
     straggler_cases.push_back({s.name, s.time_us, s.iters, s.world, 0});
   }
-  const StragglerLimits straggler_limits{facts.straggler_slowdown(), limits.straggler_z, 0.01};
+  const StragglerLimits straggler_limits = facts.straggler_limits();
   for (const StragglerEvidence& e : find_stragglers(straggler_cases, straggler_limits)) {
     Finding f = about_rank("gemm.stragglers", straggler_status(facts, e.excess), e.rank,
                            rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
                                "% slower than the other ranks in " + std::to_string(e.flagged) +
                                "/" + std::to_string(e.compared) + " GEMM shapes (" +
-                               join(e.cases, ", ") + "), p " +
-                               (e.p < 1e-4 ? std::string("< 1e-4") : "= " + general_text(e.p, 2)));
+                               join(e.cases, ", ") + "), " + p_text(e.p));
     f.value = e.excess;
     f.expected = facts.straggler_slowdown();
     f.unit = "fraction slower";

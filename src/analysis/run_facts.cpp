@@ -13,6 +13,10 @@ double RunFacts::straggler_slowdown() const {
                         : c.straggler_slowdown;
 }
 
+StragglerLimits RunFacts::straggler_limits() const {
+  return {straggler_slowdown(), config.checks.straggler_z, 0.01, oversubscribed};
+}
+
 bool RunFacts::asked_for(const std::string& phase) const {
   return std::find(config.phases.begin(), config.phases.end(), phase) != config.phases.end();
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/stragglers.hpp"
 #include "config/config.hpp"
 #include "config/platforms.hpp"
 #include "record/reader.hpp"
@@ -29,6 +30,9 @@ struct RunFacts {
   bool asked_for(const std::string& phase) const;
   // checks.straggler_slowdown, raised to checks.straggler_slowdown_shared when ranks share cores.
   double straggler_slowdown() const;
+  // What find_stragglers judges this run's ranks by: that slowdown, checks.straggler_z, p < 0.01,
+  // and whether ranks share cores.
+  StragglerLimits straggler_limits() const;
   // "rank 2 (host vm, node 1)"; "rank 2" when the topology was not recorded.
   std::string rank_name(int rank) const;
   // "node 1 (host vm)", with "[virtual]" on pretend nodes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "analysis/number_text.hpp"
@@ -172,7 +173,7 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
     for (int o : present) all_levels.push_back(level[static_cast<std::size_t>(o)]);
     const double all_ref = exact ? 0 : median(all_levels);
     // Each rank's excess over the others' median level, in units of the scale.
-    std::vector<double> excess(c.world, std::nan(""));
+    std::vector<double> excess(c.world, std::nan("")), scales(c.world, std::nan(""));
     for (int r : present) {
       double ref = all_ref;
       if (exact) {
@@ -183,6 +184,7 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
         ref = median(others);
       }
       const double scale = c.scale > 0 ? c.scale : ref;
+      scales[static_cast<std::size_t>(r)] = scale;
       if (scale > 0) {
         excess[static_cast<std::size_t>(r)] = (level[static_cast<std::size_t>(r)] - ref) / scale;
       }
@@ -198,6 +200,21 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
         all_excess.push_back(excess[static_cast<std::size_t>(o)]);
       }
     }
+    // The slowest rank's level and the next (what every other rank is compared with when cores
+    // are shared).
+    int slowest = present.front();
+    double second_slowest = -std::numeric_limits<double>::infinity();
+    for (int o : present) {
+      if (o == slowest) continue;
+      const double v = level[static_cast<std::size_t>(o)];
+      if (v > level[static_cast<std::size_t>(slowest)]) {
+        second_slowest = level[static_cast<std::size_t>(slowest)];
+        slowest = o;
+      } else {
+        second_slowest = std::max(second_slowest, v);
+      }
+    }
+    const auto slowest_rr = static_cast<std::size_t>(slowest);
     const double all_excess_median = exact ? 0 : median(all_excess);
     const double all_spread = exact ? 0 : 1.4826 * mad(all_excess);
     for (int r : present) {
@@ -222,6 +239,10 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
         mid = median(others_excess);
       }
       if (!(excess[rr] - mid > limits.z * spread)) continue;
+      if (limits.shared) {
+        const double slowest_other = r == slowest ? second_slowest : level[slowest_rr];
+        if (!((level[rr] - slowest_other) / scales[rr] >= limits.slowdown / 2)) continue;
+      }
       ++t.flagged;
       t.excess.push_back(excess[rr]);
       t.cases.push_back(c.name);

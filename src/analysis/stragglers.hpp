@@ -10,6 +10,10 @@
 //  - and its samples are larger than the others' in most iterations over all cases together:
 //    a stratified one-sided Mann-Whitney (rank-sum) test, Bonferroni-corrected for the number of
 //    ranks tested, at level `alpha`.
+// When ranks share cores (`shared`), a case also needs the rank's level above the slowest other
+// rank's by at least half of `slowdown`: the scheduler favours some ranks over others for a
+// whole phase (on 2 cores, two ranks of four at 950 us and two at 1,300-1,340 us), and the slower
+// of a slow group stands out from the median without standing out from its group.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -39,6 +43,7 @@ struct StragglerLimits {
   double slowdown = 0.10;  // minimum excess, as a fraction of the scale
   double z = 3.5;          // beyond this many robust standard deviations of the others
   double alpha = 0.01;     // family-wise, per case
+  bool shared = false;     // ranks share cores: a rank must stand out from every other one
 };
 
 struct StragglerEvidence {

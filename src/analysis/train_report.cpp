@@ -414,7 +414,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   }
 
   // Stragglers from compute, forward and backward as two cases (TP waits excluded).
-  const StragglerLimits limits{facts.straggler_slowdown(), facts.config.checks.straggler_z, 0.01};
+  const StragglerLimits limits = facts.straggler_limits();
   const std::vector<StragglerCase> compute_cases = {{"forward", d.fwd, d.steps, d.world, 0},
                                                     {"backward", d.bwd, d.steps, d.world, 0}};
   const std::string compute_unjudged =

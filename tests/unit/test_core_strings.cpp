@@ -72,6 +72,7 @@ TEST(Strings, ValidUtf8KeepsWellFormedTextAndReplacesTheRest) {
 }
 
 TEST(Strings, PluralCountsAndNames) {
+  using shakedown::plural;
   EXPECT_EQ(plural(1, "node"), "1 node");
   EXPECT_EQ(plural(0, "node"), "0 nodes");
   EXPECT_EQ(plural(3, "leaf switch", "leaf switches"), "3 leaf switches");
@@ -79,6 +80,7 @@ TEST(Strings, PluralCountsAndNames) {
 }
 
 TEST(Strings, JoinLimitedCutsLongListsAndSaysHowManyMore) {
+  using shakedown::join_limited;
   EXPECT_EQ(join_limited({}, ", "), "");
   EXPECT_EQ(join_limited({"a"}, ", "), "a");
   EXPECT_EQ(join_limited({"a", "b", "c"}, "; ", 3), "a; b; c");

@@ -16,24 +16,15 @@
 #include "comm/cuda_check.hpp"
 #include "comm/pattern_math.hpp"
 #include "kernels/collective_kernels.hpp"
+#include "kernels/launch.cuh"
 #include "kernels/stream_scratch.cuh"
 
 namespace shakedown::kernels {
 
 namespace {
 
-constexpr unsigned kBlock = 256;
-// Grid-stride loops: enough blocks to fill any current GPU (132 SMs x 8 resident blocks on
-// H100/H200), few enough that per-block atomics stay cheap.
+// Grid-stride loops; per-block atomics stay cheap at this many blocks.
 constexpr std::uint64_t kMaxBlocks = 4096;
-
-unsigned grid_for(std::uint64_t n) {
-  return static_cast<unsigned>(std::min<std::uint64_t>((n + kBlock - 1) / kBlock, kMaxBlocks));
-}
-
-cudaStream_t as_stream(void* stream) {
-  return static_cast<cudaStream_t>(stream);
-}
 
 struct VerifyScratch {
   unsigned long long wrong;
@@ -41,14 +32,6 @@ struct VerifyScratch {
   double expected;
   double got;
 };
-
-__device__ std::uint64_t thread_index() {
-  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::uint64_t thread_stride() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-}
 
 // The dtype is a template argument so the per-element switch in store/load_element folds away,
 // as in the host reference (comm/pattern.cpp).
@@ -126,7 +109,8 @@ void launch_fill(void* dev, CollectiveKind kind, const CollectiveCounts& counts,
   const PatternParams params = pattern_params(kind, spec);
   with_dtype(spec.dtype, [&](auto t) {
     fill_kernel<decltype(t)::value>
-        <<<grid_for(counts.send), kBlock, 0, as_stream(stream)>>>(dev, counts.send, params, rank);
+        <<<grid_for(counts.send, kMaxBlocks), kBlock, 0, as_stream(stream)>>>(dev, counts.send,
+                                                                              params, rank);
   });
   SD_CUDA_CHECK(cudaGetLastError());
 }
@@ -143,7 +127,7 @@ VerifyResult run_verify(const void* dev, CollectiveKind kind, const CollectiveCo
   SD_CUDA_CHECK(cudaMemcpyAsync(out, &host, sizeof host, cudaMemcpyHostToDevice, s));
   with_dtype(spec.dtype, [&](auto t) {
     verify_kernel<decltype(t)::value>
-        <<<grid_for(counts.recv), kBlock, 0, s>>>(dev, kind, counts, params, rank, out);
+        <<<grid_for(counts.recv, kMaxBlocks), kBlock, 0, s>>>(dev, kind, counts, params, rank, out);
   });
   SD_CUDA_CHECK(cudaGetLastError());
   verify_detail_kernel<<<1, 1, 0, s>>>(dev, spec.dtype, kind, counts, params, rank, out);

@@ -14,37 +14,15 @@
 #include "core/error.hpp"
 #include "gemm/output_hash.hpp"
 #include "kernels/fp8_kernels.hpp"
+#include "kernels/launch.cuh"
 #include "kernels/stream_scratch.cuh"
 
 namespace shakedown::kernels {
 
 namespace {
 
-constexpr unsigned kBlock = 256;
-constexpr unsigned kWarps = kBlock / 32;
-// Grid-stride loops: enough blocks to fill any current GPU (132 SMs x 8 resident blocks of 256
-// threads on H100/H200) while keeping the per-block atomics of the reductions few.
-constexpr std::uint64_t kMaxBlocks = 2048;
-
-unsigned grid_for(std::uint64_t work_items) {
-  const std::uint64_t blocks = (work_items + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(blocks, kMaxBlocks)));
-}
-
-cudaStream_t as_stream(void* stream) {
-  return static_cast<cudaStream_t>(stream);
-}
-
 bool aligned(const void* p, std::uintptr_t alignment) {
   return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
-}
-
-__device__ std::uint64_t thread_index() {
-  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::uint64_t thread_stride() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
 }
 
 // ---- block reductions (blockDim.x == kBlock) ----

@@ -31,6 +31,7 @@ struct TrainData {
   std::vector<std::int64_t> tp_rank, dp_rank, finite;  // [W]; finite empty: the phase stopped
   std::int64_t steps_planned = 0;                      // 0: a file from before the attribute
   std::string model, engine, mlp;
+  std::string communication = "mpi";  // absent in files before the device-resident step
   std::int64_t layers = 0, hidden = 0, tp_size = 1, dp_size = 1, zero = 0;
   bool overlap = true, sp = false;
   double rank_flop = 0, memory_bytes = 0, memory_device_bytes = 0;
@@ -85,6 +86,8 @@ TrainData read_train(const RunFile& f) {
   }
   d.model = f.attr_string(g, t::kAttrModel);
   d.engine = f.attr_string(g, t::kAttrEngine);
+  if (f.has_attr(g, t::kAttrCommunication))
+    d.communication = f.attr_string(g, t::kAttrCommunication);
   d.mlp = f.attr_string(g, t::kAttrMlp);
   d.layers = f.attr_int64(g, t::kAttrLayers);
   d.hidden = f.attr_int64(g, t::kAttrHidden);
@@ -301,7 +304,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
                " " + d.mlp + ", tp " + std::to_string(d.tp_size) + " x dp " +
                std::to_string(d.dp_size) + ", zero " + std::to_string(d.zero) +
                (d.sp ? ", sequence parallel" : "") +
-               (d.overlap ? ", DP overlapped" : ", DP after backward") + "; engine " + d.engine;
+               (d.overlap ? ", DP overlapped" : ", DP after backward") + "; engine " + d.engine +
+               (d.communication == "nccl" ? " with NCCL, device-resident" : "");
 
   Finding cov = run_finding("train.coverage", CheckStatus::kPass,
                             std::to_string(d.steps) + " training step(s) measured on " +
@@ -317,19 +321,21 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     cov.message = std::to_string(d.steps) + " of " + std::to_string(d.steps_planned) +
                   " training step(s) recorded on " + std::to_string(d.world) +
                   " ranks: the phase did not finish (" + sum.layout + ")";
-  } else if (d.engine == "cublaslt") {
+  } else if (d.engine == "cublaslt" && d.communication != "nccl") {
+    // Files of earlier versions, whose GPU step staged every GEMM's operands through the host.
     cov.status = CheckStatus::kWarn;
     cov.message +=
         "; its GEMMs ran on the GPUs (cuBLASLt) with operands staged through host memory, and "
         "TP/DP communication over MPI on host buffers: the step's time is not a Transformer "
-        "Engine job's (the device-resident path with NCCL is not in this version)";
+        "Engine job's (a file of an earlier version; this one runs the step device-resident "
+        "with NCCL)";
   } else if (d.engine == "cpu" && !facts.node_gpu_names.empty() &&
              std::any_of(facts.node_gpu_names.begin(), facts.node_gpu_names.end(),
                          [](const std::string& n) { return !n.empty(); })) {
     cov.status = CheckStatus::kWarn;
     cov.message +=
         "; the nodes have GPUs but the step ran on the CPU engine (train.engine: cublaslt runs "
-        "its GEMMs on them): its times say nothing about the GPUs";
+        "the step on them, with NCCL): its times say nothing about the GPUs";
   }
   out.findings.push_back(cov);
   if (d.steps == 0) return out;

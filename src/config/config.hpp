@@ -104,8 +104,8 @@ struct TrainConfig {
   int micro_batch = 1;
   std::int64_t vocab = 32000;
   std::string mlp = "gelu";  // gelu | swiglu
-  // GEMM engine of the step: cpu | cublaslt (GPU GEMMs, operands staged through host memory)
-  // | auto (cublaslt when every rank has a GPU). Communication is MPI either way.
+  // Where the step runs: cpu (OpenBLAS GEMMs, MPI) | cublaslt (device-resident on the rank's
+  // GPU: cuBLASLt GEMMs, NCCL) | auto (cublaslt when every rank has a GPU of its own).
   std::string engine = "cpu";
   int tp = 1;  // tensor-parallel ranks, inside a node
   int dp = 0;  // data-parallel replicas; 0: world / tp

@@ -173,13 +173,22 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
 
   // Row-major D[m, n] = A[m, k] B[n, k]^T is column-major D'[n, m] = B'^T A' with B' = our B
   // stored k x n and A' = our A stored k x m: cuBLASLt's A is our B (transposed), its B is our
-  // A (not transposed). This "TN" form is the only one Hopper's FP8 kernels accept.
-  const cublasOperation_t transa = CUBLAS_OP_T;
-  const cublasOperation_t transb = CUBLAS_OP_N;
+  // A (not transposed). This "TN" form is the only one Hopper's FP8 kernels accept. An operand
+  // stored transposed (bf16 only) is the other way round: our B stored [k, n] is column-major
+  // n x k, used as it is; our A stored [k, m] is column-major m x k, used transposed.
+  const bool fp8 = is_fp8(spec.a_type) || is_fp8(spec.b_type);
+  if (fp8 && (spec.a_transposed || spec.b_transposed || spec.beta != 0.0f)) {
+    throw InternalError("cuBLASLt matmul " + description +
+                        ": FP8 GEMMs take the TN form only, without accumulation");
+  }
+  alpha_ = spec.alpha;
+  beta_ = spec.beta;
+  const cublasOperation_t transa = spec.b_transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t transb = spec.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   set_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, transa, "CUBLASLT_MATMUL_DESC_TRANSA");
   set_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, transb, "CUBLASLT_MATMUL_DESC_TRANSB");
 
-  if (is_fp8(spec.a_type) || is_fp8(spec.b_type)) {
+  if (fp8) {
     const std::int8_t fast_accum = spec.fast_accum ? 1 : 0;
     set_attribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum,
                   "CUBLASLT_MATMUL_DESC_FAST_ACCUM");
@@ -208,12 +217,29 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
   const auto m = static_cast<std::uint64_t>(spec.m);
   const auto n = static_cast<std::uint64_t>(spec.n);
   const auto k = static_cast<std::uint64_t>(spec.k);
+  // Stored row lengths (the packed leading dimensions) and the strides asked for.
+  const std::int64_t a_row = spec.a_transposed ? spec.m : spec.k;
+  const std::int64_t b_row = spec.b_transposed ? spec.n : spec.k;
+  const std::int64_t lda = spec.lda > 0 ? spec.lda : a_row;
+  const std::int64_t ldb = spec.ldb > 0 ? spec.ldb : b_row;
+  const std::int64_t ldd = spec.ldd > 0 ? spec.ldd : spec.n;
+  if (lda < a_row || ldb < b_row || ldd < spec.n) {
+    throw InternalError("cuBLASLt matmul " + description + ": a row stride below its row length");
+  }
   cublasLtMatrixLayout_t layout = nullptr;
-  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.b_type, k, n, spec.k));
+  if (spec.b_transposed) {
+    SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.b_type, n, k, ldb));
+  } else {
+    SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.b_type, k, n, ldb));
+  }
   lt_a_.reset(layout);
-  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.a_type, k, m, spec.k));
+  if (spec.a_transposed) {
+    SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.a_type, m, k, lda));
+  } else {
+    SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.a_type, k, m, lda));
+  }
   lt_b_.reset(layout);
-  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.d_type, n, m, spec.n));
+  SD_CUBLAS_CHECK(cublaslt_api().MatrixLayoutCreate(&layout, spec.d_type, n, m, ldd));
   lt_d_.reset(layout);
 
   cublasLtMatmulPreference_t pref_raw = nullptr;
@@ -222,6 +248,15 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
   const std::uint64_t max_workspace = workspace_bytes_;
   SD_CUBLAS_CHECK(cublaslt_api().MatmulPreferenceSetAttribute(
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof max_workspace));
+  if (spec.min_alignment_bytes != 0) {
+    const std::uint32_t align = spec.min_alignment_bytes;
+    for (const cublasLtMatmulPreferenceAttributes_t attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      SD_CUBLAS_CHECK(
+          cublaslt_api().MatmulPreferenceSetAttribute(pref.get(), attr, &align, sizeof align));
+    }
+  }
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -245,11 +280,9 @@ Matmul::Matmul(cublasLtHandle_t handle, const MatmulSpec& spec, std::size_t work
 
 void Matmul::enqueue(const void* a, const void* b, void* d, void* workspace,
                      cudaStream_t stream) const {
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  // Operands swapped as the layouts are (see the constructor); C is D with beta = 0.
-  SD_CUBLAS_CHECK(cublaslt_api().Matmul(handle_, desc_.get(), &alpha, b, lt_a_.get(), a,
-                                        lt_b_.get(), &beta, d, lt_d_.get(), d, lt_d_.get(), &algo_,
+  // Operands swapped as the layouts are (see the constructor); C is D (read only when beta != 0).
+  SD_CUBLAS_CHECK(cublaslt_api().Matmul(handle_, desc_.get(), &alpha_, b, lt_a_.get(), a,
+                                        lt_b_.get(), &beta_, d, lt_d_.get(), d, lt_d_.get(), &algo_,
                                         workspace, workspace_bytes_, stream));
 }
 

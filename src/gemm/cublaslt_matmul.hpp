@@ -96,6 +96,20 @@ struct MatmulSpec {
   bool fast_accum = false;         // CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8 only)
   const float* a_scale = nullptr;  // device float: A's scale_inv (FP8 only; null = 1)
   const float* b_scale = nullptr;  // device float: B's scale_inv (FP8 only; null = 1)
+  // Non-FP8 GEMMs only (the train step's bf16 attention), not the TN form Hopper's FP8 kernels
+  // need: A stored as its transpose [k, m], B stored as [k, n] (D = A . B without the ^T).
+  bool a_transposed = false;
+  bool b_transposed = false;
+  // Row strides in elements of A, B and D as stored (0: packed, the stored row length), for
+  // operands that are column blocks of a wider matrix (one head of the QKV output).
+  std::int64_t lda = 0;
+  std::int64_t ldb = 0;
+  std::int64_t ldd = 0;
+  float alpha = 1.0f;  // D = alpha A . B^T + beta D
+  float beta = 0.0f;
+  // The pointers' alignment the algorithm may assume (0: cuBLASLt's default, 256 bytes); set it
+  // for operands that start inside a larger buffer (a head's columns, a tensor's gradient).
+  std::uint32_t min_alignment_bytes = 0;
 };
 
 // The matmul descriptor, the three layouts and the algorithm cuBLASLt's heuristic picked for them.
@@ -127,6 +141,8 @@ class Matmul {
   Layout lt_b_;  // cuBLASLt's B: our A, stored k x m column-major (ld k)
   Layout lt_d_;  // D, and C (unused: beta = 0): n x m column-major (ld n) = row-major [m, n]
   cublasLtMatmulAlgo_t algo_{};
+  float alpha_ = 1.0f;
+  float beta_ = 0.0f;
 };
 
 }  // namespace shakedown::cublaslt

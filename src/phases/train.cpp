@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <sstream>
 
 #include "comm/mpi_comm.hpp"
@@ -27,6 +28,11 @@
 #include "train/memory.hpp"
 #include "train/model.hpp"
 #include "train/step.hpp"
+
+#if SHAKEDOWN_HAVE_CUDA
+#include "comm/nccl_comm.hpp"
+#include "train/device_step.hpp"
+#endif
 
 namespace shakedown {
 
@@ -85,7 +91,7 @@ void memory_budget(const Context& ctx, const TrainConfig& cfg, const train::Mode
 
 // One measured step of this rank, as rank 0 gathers it: doubles and the hash side by side as
 // 64-bit words (one gather a step carries all of it).
-std::vector<std::uint64_t> pack_step(const train::StepTimes& t, const train::TrainStep& ran,
+std::vector<std::uint64_t> pack_step(const train::StepTimes& t, const train::Step& ran,
                                      double offset_us) {
   std::vector<double> v = {t.step_s * 1e3,
                            t.fwd_s * 1e3,
@@ -148,12 +154,13 @@ void run_train(PhaseEnv& env) {
   const TrainConfig& cfg = env.config.train;
   const Context& ctx = env.ctx;
   env.watchdog.step("train: layout");
-  // cuBLASLt when asked (or auto and every rank has a GPU): the GEMMs run on the GPU with their
-  // operands staged through host memory; everything else, communication included, stays on the
-  // host. The same on every rank (choose_gpu_path is collective).
+  // On GPUs (asked, or auto and every rank has a GPU of its own: NCCL takes one GPU per rank)
+  // the step is device-resident: cuBLASLt GEMMs, TP and DP over NCCL (train/device_step.hpp).
+  // Else on the host: OpenBLAS and MPI (train/step.hpp). The same on every rank
+  // (choose_gpu_path is collective).
   const GpuChoice gpu = choose_gpu(ctx);
   const bool on_gpu =
-      choose_gpu_path(ctx, gpu, "train.engine", cfg.engine, "cublaslt", "cpu", /*exclusive=*/false);
+      choose_gpu_path(ctx, gpu, "train.engine", cfg.engine, "cublaslt", "cpu", /*exclusive=*/true);
   // The config and the layout are the same on every rank, so are these errors: reported once.
   const train::ModelShape shape = agreed(ctx.world(), [&] { return train::model_shape(cfg); });
   const train::Parallel parallel = agreed(ctx.world(), [&] {
@@ -168,25 +175,50 @@ void run_train(PhaseEnv& env) {
   // ranks of one TP group share it (and the batch seed), however ranks are numbered across nodes.
   CommHandle tp_comm = comm_split(ctx.node(), ctx.local_rank() / tp, ctx.local_rank());
   CommHandle dp_comm = comm_split(ctx.world(), ctx.local_rank() % tp, tp_group_index(ctx, tp));
-  MpiComm tp_group(tp_comm.get());
 
-  // The step's tensors live in host memory: on the CPU engine the GEMMs run there; on cuBLASLt
-  // each GEMM's operands go to the GPU and its output comes back. The device-resident path
-  // (activations on the GPU, NCCL) is not in this version: /train's engine attribute says which
-  // ran, and train.coverage what the times mean.
-  const GemmConfig& gemm = env.config.gemm;
-  std::unique_ptr<GemmEngine> engine = agreed(ctx.world(), [&] {
-    if (on_gpu) {
-      use_gpu(gpu.device);
-      return make_cublaslt_gemm_engine();
-    }
-    return make_cpu_gemm_engine(gemm.threads > 0 ? gemm.threads : default_gemm_threads(ctx));
-  });
   env.watchdog.step("train: allocate");
-  std::unique_ptr<train::TrainStep> step = agreed(ctx.world(), [&] {
-    return std::make_unique<train::TrainStep>(step_config(cfg, shape, parallel), *engine, tp_group,
-                                              dp_comm.get());
-  });
+#if SHAKEDOWN_HAVE_CUDA
+  // The NCCL communicators: the world, split as the MPI groups above. A watchdog timeout aborts
+  // them (ncclCommAbort from its thread) so no GPU is left spinning on a dead peer; declared
+  // after them, so unregistered before they go; before the step, which uses them.
+  std::unique_ptr<NcclComm> nccl_world, nccl_tp, nccl_dp;
+  Watchdog::AbortRegistration abort_nccl;
+#endif
+  std::unique_ptr<Comm> tp_host;
+  std::unique_ptr<GemmEngine> engine;
+  std::unique_ptr<train::Step> step;
+  if (on_gpu) {
+#if SHAKEDOWN_HAVE_CUDA
+    env.watchdog.step("train: nccl communicators");
+    use_gpu(gpu.device);
+    nccl_world = NcclComm::create(ctx.world(), gpu.device);
+    nccl_tp = nccl_world->split(tp_group_index(ctx, tp), ctx.local_rank());
+    nccl_dp = nccl_world->split(ctx.local_rank() % tp, tp_group_index(ctx, tp));
+    abort_nccl = env.watchdog.on_abort([&] {
+      for (bool busy : {true, false}) {
+        for (Comm* c :
+             std::initializer_list<Comm*>{nccl_dp.get(), nccl_tp.get(), nccl_world.get()}) {
+          if (c != nullptr && c->in_flight() == busy) c->abort();
+        }
+      }
+    });
+    env.watchdog.step("train: allocate");
+    step = agreed(ctx.world(), [&]() -> std::unique_ptr<train::Step> {
+      return std::make_unique<train::DeviceTrainStep>(step_config(cfg, shape, parallel), *nccl_tp,
+                                                      *nccl_dp);
+    });
+#else
+    throw InternalError("train: the GPU step chosen in a build without CUDA");
+#endif
+  } else {
+    const GemmConfig& gemm = env.config.gemm;
+    tp_host = std::make_unique<MpiComm>(tp_comm.get());
+    engine = make_cpu_gemm_engine(gemm.threads > 0 ? gemm.threads : default_gemm_threads(ctx));
+    step = agreed(ctx.world(), [&]() -> std::unique_ptr<train::Step> {
+      return std::make_unique<train::TrainStep>(step_config(cfg, shape, parallel), *engine,
+                                                *tp_host, dp_comm.get());
+    });
+  }
 
   const auto slow = env.faults.find("slow", ctx.rank(), "train");
   const auto sdc = env.faults.find("sdc", ctx.rank(), "train");
@@ -222,7 +254,8 @@ void run_train(PhaseEnv& env) {
     rec.mlp = shape.mlp == train::Mlp::kSwiglu ? "swiglu" : "gelu";
     rec.recipe = cfg.recipe;
     rec.format = cfg.format;
-    rec.engine = engine->name();
+    rec.engine = step->engine();
+    rec.communication = step->communication();
     rec.layers = shape.layers;
     rec.hidden = shape.hidden;
     rec.ffn_hidden = shape.ffn_hidden;

@@ -236,6 +236,8 @@ constexpr AttrSpec kAttrs[] = {
     {kTrainGroup, training::kAttrRecipe, "string", "delayed or current scaling"},
     {kTrainGroup, training::kAttrFormat, "string", "e4m3 or hybrid (E5M2 gradients)"},
     {kTrainGroup, training::kAttrEngine, "string", "the GEMM engine (cpu, cublaslt)"},
+    {kTrainGroup, training::kAttrCommunication, "string",
+     "mpi (host buffers) or nccl (device-resident step); absent in files before it: mpi"},
     {kTrainGroup, training::kAttrWarmupSteps, "int64", "steps run before the measured ones"},
     {kTrainGroup, training::kAttrStepsPlanned, "int64",
      "measured steps the phase set out to run (train.steps); the step datasets hold those that "

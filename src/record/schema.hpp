@@ -428,6 +428,7 @@ inline constexpr const char* kAttrOverlap = "overlap";
 inline constexpr const char* kAttrRecipe = "recipe";
 inline constexpr const char* kAttrFormat = "format";
 inline constexpr const char* kAttrEngine = "engine";
+inline constexpr const char* kAttrCommunication = "communication";
 inline constexpr const char* kAttrWarmupSteps = "warmup_steps";
 inline constexpr const char* kAttrStepsPlanned = "steps_planned";
 inline constexpr const char* kAttrParameters = "parameters";

@@ -26,6 +26,7 @@ void write_train_header(RunWriter& w, const TrainRecord& r) {
     w.set_attr(path, t::kAttrRecipe, r.recipe);
     w.set_attr(path, t::kAttrFormat, r.format);
     w.set_attr(path, t::kAttrEngine, r.engine);
+    w.set_attr(path, t::kAttrCommunication, r.communication);
     w.set_attr(path, t::kAttrWarmupSteps, r.warmup_steps);
     w.set_attr(path, t::kAttrStepsPlanned,
                r.steps_planned > 0 ? r.steps_planned : static_cast<std::int64_t>(r.steps));

@@ -15,6 +15,7 @@ namespace shakedown {
 struct TrainRecord {
   // The layout and the model that ran.
   std::string model, mlp, recipe, format, engine;
+  std::string communication = "mpi";  // or "nccl": the device-resident step
   std::int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0;
   std::int64_t seq_len = 0, micro_batch = 0, tp = 1, dp = 1, zero = 0, warmup_steps = 0;
   bool sequence_parallel = false, overlap = true;

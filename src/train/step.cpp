@@ -15,28 +15,15 @@
 #include "fp8/fp8.hpp"
 #include "fp8/tensor.hpp"
 #include "runtime/mpi.hpp"
+#include "train/batch_fill.hpp"
 
 namespace shakedown::train {
 namespace {
 
-constexpr int kLinears = 4;  // qkv, proj, fc1, fc2 (train/model.hpp layer_linears)
-enum Role { kInput = 0, kWeight = 1, kGrad = 2, kRoles = 3 };
-
-std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Uniform in [-a, a], a function of (key, i) only: the same on every rank that asks.
 void fill_uniform(std::vector<float>& v, std::uint64_t key, float a) {
   const std::uint64_t k = mix(key);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const double u = static_cast<double>(mix(k + i * 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-53;
-    v[i] = static_cast<float>((2 * u - 1) * static_cast<double>(a));
-  }
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = uniform_at(k, i, a);
 }
 
 // RMS normalisation of each row (the pre-norm before attention and before the MLP), no weight.
@@ -97,9 +84,7 @@ struct TrainStep::State {
   State(const StepConfig& c, GemmEngine& e, Comm& t, MPI_Comm d)
       : config(c), engine(e), tp(t), dp(d) {}
 
-  int slot(int layer, int linear, Role role) const {
-    return (layer * kLinears + linear) * kRoles + role;
-  }
+  int slot(int layer, int linear, Role role) const { return scaling_slot(layer, linear, role); }
   fp8::Format format(Role role) const {
     return role == kGrad ? fp8::backward_format(config.recipe) : fp8::forward_format(config.recipe);
   }
@@ -178,13 +163,7 @@ struct TrainStep::State {
     }
   }
 
-  // Core attention's layout in the QKV output [T, qkv/t]: Q columns, then K, then V; `group`
-  // query heads share a kv head. Derived once from the shape.
-  struct AttentionGeometry {
-    std::int64_t d = 0, s = 0, ld = 0, q_cols = 0, kv_cols = 0;
-    int heads = 0, group = 1;
-    float alpha = 1;  // 1 / (sqrt(d) s): keeps the unnormalised scores' products bounded
-  } attention;
+  AttentionGeometry attention;
 
   // Core attention of one layer, forward: ctx [T, h/t] from qkv [T, qkv/t].
   void attention_forward(const std::vector<float>& qkv, std::vector<float>& ctx) const {
@@ -254,44 +233,63 @@ struct TrainStep::State {
   std::vector<int> plan_bucket;
 };
 
-TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp)
-    : s_(std::make_unique<State>(config, engine, tp, dp)) {
-  State& s = *s_;
+void check_step(const StepConfig& config) {
   if (config.parallel.sequence_parallel &&
       (config.micro_batch * config.seq_len) % config.parallel.tp != 0) {
     throw UsageError("train.sequence_parallel: tp must divide seq_len x micro_batch");
   }
+}
+
+AttentionGeometry attention_geometry(const StepConfig& config) {
+  const ModelShape& m = config.shape;
+  const int t = config.parallel.tp;
+  AttentionGeometry a;
+  a.d = m.head_dim();
+  a.s = config.seq_len;
+  a.ld = m.qkv_width() / t;
+  a.q_cols = m.hidden / t;
+  a.kv_cols = m.kv_width() / t;
+  a.heads = m.heads / t;
+  a.group = m.heads / m.kv_heads;
+  a.alpha = 1.0f / (std::sqrt(static_cast<float>(a.d)) * static_cast<float>(a.s));
+  return a;
+}
+
+BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t divisor) {
+  std::vector<std::int64_t> sizes;
+  const std::vector<LinearShape> linears = layer_linears(config.shape, config.parallel.tp);
+  for (int l = 0; l < config.shape.layers; ++l) {
+    for (const LinearShape& lin : linears) sizes.push_back(lin.n * lin.k);
+  }
+  return plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0,
+                      config.bucket_mb * 1024.0 * 1024.0, divisor);
+}
+
+double rank_flops_per_step(const StepConfig& config) {
+  const std::int64_t tokens = config.micro_batch * config.seq_len;
+  double linear = 0;
+  for (const LinearShape& lin : layer_linears(config.shape, config.parallel.tp))
+    linear += 2.0 * static_cast<double>(tokens * lin.n * lin.k);
+  const double attention = 4.0 * static_cast<double>(tokens) * static_cast<double>(config.seq_len) *
+                           static_cast<double>(config.shape.hidden / config.parallel.tp);
+  return 3.0 * (linear + attention) * config.shape.layers;
+}
+
+TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp)
+    : s_(std::make_unique<State>(config, engine, tp, dp)) {
+  State& s = *s_;
+  check_step(config);
   if (tp.memory() != MemoryKind::kHost) {
-    throw UsageError(
-        "train: the training step runs on host memory (collectives.backend: mpi) "
-        "in this version");
+    throw InternalError("TrainStep: the host step needs a host-memory TP group");
   }
   if (tp.size() != config.parallel.tp) throw InternalError("TrainStep: tp group size mismatch");
   s.dp_size = comm_size(dp);
   s.dp_rank = comm_rank(dp);
   s.linears = layer_linears(config.shape, config.parallel.tp);
   s.tokens = config.micro_batch * config.seq_len;
-  {
-    const ModelShape& m = config.shape;
-    const int t = config.parallel.tp;
-    State::AttentionGeometry& a = s.attention;
-    a.d = m.head_dim();
-    a.s = config.seq_len;
-    a.ld = m.qkv_width() / t;
-    a.q_cols = m.hidden / t;
-    a.kv_cols = m.kv_width() / t;
-    a.heads = m.heads / t;
-    a.group = m.heads / m.kv_heads;
-    a.alpha = 1.0f / (std::sqrt(static_cast<float>(a.d)) * static_cast<float>(a.s));
-  }
+  s.attention = attention_geometry(config);
   const int layers = config.shape.layers;
-  std::vector<std::int64_t> sizes;
-  for (int l = 0; l < layers; ++l) {
-    for (const LinearShape& lin : s.linears) sizes.push_back(lin.n * lin.k);
-  }
-  plan_ =
-      plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0,
-                   config.bucket_mb * 1024.0 * 1024.0, config.parallel.zero == 1 ? s.dp_size : 1);
+  plan_ = plan_step_buckets(config, config.parallel.zero == 1 ? s.dp_size : 1);
   s.plan_bucket = plan_.tensor_bucket;
   const auto total = static_cast<std::size_t>(plan_.total_padded);
   s.master.assign(total, 0.0f);
@@ -304,9 +302,8 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
     for (int j = 0; j < kLinears; ++j) {
       const LinearShape& lin = s.linears[static_cast<std::size_t>(j)];
       std::vector<float> w(static_cast<std::size_t>(lin.n * lin.k));
-      const std::uint64_t key = config.seed ^ (static_cast<std::uint64_t>(l * kLinears + j) << 32) ^
-                                (static_cast<std::uint64_t>(tp.rank()) << 48);
-      fill_uniform(w, key, std::sqrt(3.0f / static_cast<float>(lin.k)));
+      fill_uniform(w, weight_key(config.seed, l * kLinears + j, tp.rank()),
+                   std::sqrt(3.0f / static_cast<float>(lin.k)));
       std::copy(w.begin(), w.end(),
                 s.master.begin() + plan_.tensor_offset[static_cast<std::size_t>(l * kLinears + j)]);
     }
@@ -320,16 +317,15 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
   s.qkv_out.resize(static_cast<std::size_t>(layers));
   s.weights.resize(static_cast<std::size_t>(layers * kLinears));
   s.weights_t.resize(static_cast<std::size_t>(layers * kLinears));
-  // This rank's model FLOPs per step: every Linear forward, dgrad and wgrad (2 m n k each) and
-  // core attention's scores and context, forward x 3 (the backward's recomputed scores are not
-  // model FLOPs, as MFU counts them).
-  double linear = 0;
-  for (const LinearShape& lin : s.linears)
-    linear += 2.0 * static_cast<double>(s.tokens * lin.n * lin.k);
-  const double attention = 4.0 * static_cast<double>(s.tokens) *
-                           static_cast<double>(config.seq_len) *
-                           static_cast<double>(config.shape.hidden / config.parallel.tp);
-  flops_ = 3.0 * (linear + attention) * layers;
+  flops_ = rank_flops_per_step(config);
+}
+
+std::vector<float> TrainStep::master_weights() const {
+  return s_->master;
+}
+
+std::string TrainStep::engine() const {
+  return s_->engine.name();
 }
 
 TrainStep::~TrainStep() = default;
@@ -374,10 +370,7 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   const std::int64_t rows = sp ? T / c.parallel.tp : T;
   std::vector<float> x(static_cast<std::size_t>(T * m.hidden));
   // The batch: the same on the ranks of a TP group, different per replica and step.
-  fill_uniform(x,
-               c.seed ^ 0xda7aull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
-                   static_cast<std::uint64_t>(step),
-               1.0f);
+  fill_uniform(x, batch_key(c.seed, s.dp_rank, step), 1.0f);
   if (sp) {
     x.erase(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
     x.resize(static_cast<std::size_t>(rows * m.hidden));
@@ -426,10 +419,7 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   const double t_bwd = steady_seconds();
   s.resume();
   std::vector<float> dy(static_cast<std::size_t>(T * m.hidden));
-  fill_uniform(dy,
-               c.seed ^ 0x9ad1ull ^ (static_cast<std::uint64_t>(s.dp_rank) << 40) ^
-                   static_cast<std::uint64_t>(step),
-               1e-2f);
+  fill_uniform(dy, output_grad_key(c.seed, s.dp_rank, step), 1e-2f);
   if (sp) {
     dy.erase(dy.begin(), dy.begin() + static_cast<std::ptrdiff_t>(s.tp.rank() * rows * m.hidden));
     dy.resize(static_cast<std::size_t>(rows * m.hidden));

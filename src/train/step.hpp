@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/comm.hpp"
@@ -34,6 +35,15 @@
 #include "train/model.hpp"
 
 namespace shakedown::train {
+
+// The Linears of a layer (train/model.hpp layer_linears: qkv, proj, fc1, fc2) and the roles of
+// each one's FP8 tensors; a tensor's delayed-scaling slot is (layer x kLinears + linear) x
+// kRoles + role, in both steps.
+inline constexpr int kLinears = 4;
+enum Role { kInput = 0, kWeight = 1, kGrad = 2, kRoles = 3 };
+inline int scaling_slot(int layer, int linear, Role role) {
+  return (layer * kLinears + linear) * kRoles + role;
+}
 
 struct StepConfig {
   ModelShape shape;
@@ -51,12 +61,12 @@ struct StepConfig {
 
 struct StepTimes {
   double step_s = 0;
-  double fwd_s = 0;         // forward compute (GEMMs, attention, quantisation), no TP waits
-  double bwd_s = 0;         // backward compute, likewise
-  double tp_comm_s = 0;     // blocked in TP collectives, forward and backward
-  double dp_exposed_s = 0;  // blocked waiting for DP reductions after backward
-  double dp_span_s = 0;     // first DP bucket posted to last completed
-  double optim_s = 0;       // amax reduction, scale update, Adam, parameter all-gather
+  double fwd_s = 0;           // forward compute (GEMMs, attention, quantisation), no TP waits
+  double bwd_s = 0;           // backward compute, likewise
+  double tp_comm_s = 0;       // blocked in TP collectives, forward and backward
+  double dp_exposed_s = 0;    // blocked waiting for DP reductions after backward
+  double dp_span_s = 0;       // first DP bucket posted to last completed
+  double optim_s = 0;         // amax reduction, scale update, Adam, parameter all-gather
   double backward_end_s = 0;  // steady clock when backward's compute ended (the DP arrival)
 };
 
@@ -68,7 +78,51 @@ struct StepFault {
   double slow_factor = 1.0;  // forward and backward compute take this many times longer (sleeps)
 };
 
-class TrainStep {
+// What the train phase asks of a step, whichever memory it runs in: TrainStep (host memory, MPI)
+// or DeviceTrainStep (train/device_step.hpp: GPU memory, cuBLASLt, NCCL).
+class Step {
+ public:
+  virtual ~Step() = default;
+  virtual StepTimes run(int step, const StepFault& fault) = 0;
+  // A hash of this rank's fp32 master weights: equal on every replica of a TP rank.
+  virtual std::uint64_t parameter_hash() const = 0;
+  // Every scale and scale_inv finite and > 0, every amax history entry finite.
+  virtual bool scales_finite() const = 0;
+  // Share of the last step's gradient buffer that is exactly 0 (counted after the timed step;
+  // under zero 0 the buffer holds the reduced gradients): near 0 while activations and
+  // gradients flow, 1 when FP8 underflow wiped a layer out.
+  virtual double zero_gradient_share() const = 0;
+  virtual const BucketPlan& buckets() const = 0;
+  virtual const std::vector<BucketTiming>& bucket_timings() const = 0;
+  virtual double flops_per_step() const = 0;         // this rank's share (model FLOPs / tp)
+  virtual std::int64_t tokens_per_step() const = 0;  // this replica's tokens
+  // The fp32 master weights in the bucket layout (for tests comparing the two steps).
+  virtual std::vector<float> master_weights() const = 0;
+  // "cpu" or the GEMM engine's name, and the communication backend ("mpi", "nccl").
+  virtual std::string engine() const = 0;
+  virtual std::string communication() const = 0;
+};
+
+// Shared by both steps: this rank's model FLOPs per step (every Linear forward, dgrad and wgrad
+// at 2 m n k each, and core attention's scores and context, forward x 3; the backward's
+// recomputed scores are not model FLOPs, as MFU counts them).
+double rank_flops_per_step(const StepConfig& config);
+// The gradient buckets of the step (the forward-order tensors of every layer), each padded to a
+// multiple of `divisor` elements.
+BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t divisor);
+// UsageError when sequence parallelism is asked and tp does not divide the tokens.
+void check_step(const StepConfig& config);
+
+// Core attention's layout in the QKV output [T, qkv/t] of one TP rank: Q columns, then K, then
+// V; `group` query heads share a kv head.
+struct AttentionGeometry {
+  std::int64_t d = 0, s = 0, ld = 0, q_cols = 0, kv_cols = 0;
+  int heads = 0, group = 1;
+  float alpha = 1;  // 1 / (sqrt(d) s): keeps the unnormalised scores' products bounded
+};
+AttentionGeometry attention_geometry(const StepConfig& config);
+
+class TrainStep : public Step {
  public:
   // tp: the tensor-parallel group (a Comm over host memory); dp: the data-parallel group.
   // UsageError for what this backend cannot run (a non-host Comm; SP with tp not dividing the
@@ -78,20 +132,20 @@ class TrainStep {
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
 
-  StepTimes run(int step, const StepFault& fault = {});
+  StepTimes run(int step, const StepFault& fault) override;
+  StepTimes run(int step) { return run(step, StepFault{}); }
 
-  // xxh3 of this rank's fp32 master weights: equal on every replica of a TP rank.
-  std::uint64_t parameter_hash() const;
-  // Every scale and scale_inv finite and > 0, every amax history entry finite.
-  bool scales_finite() const;
-  // Share of the last step's gradient buffer that is exactly 0 (counted after the timed step;
-  // under zero 0 the buffer holds the reduced gradients): near 0 while activations and
-  // gradients flow, 1 when FP8 underflow wiped a layer out.
-  double zero_gradient_share() const { return zero_share_; }
-  const BucketPlan& buckets() const { return plan_; }
-  const std::vector<BucketTiming>& bucket_timings() const;
-  double flops_per_step() const { return flops_; }  // this rank's share (model FLOPs / tp)
-  std::int64_t tokens_per_step() const;             // this replica's tokens
+  // xxh3 of this rank's fp32 master weights.
+  std::uint64_t parameter_hash() const override;
+  bool scales_finite() const override;
+  double zero_gradient_share() const override { return zero_share_; }
+  const BucketPlan& buckets() const override { return plan_; }
+  const std::vector<BucketTiming>& bucket_timings() const override;
+  double flops_per_step() const override { return flops_; }
+  std::int64_t tokens_per_step() const override;
+  std::vector<float> master_weights() const override;
+  std::string engine() const override;
+  std::string communication() const override { return "mpi"; }
 
   struct State;
 

@@ -257,11 +257,13 @@ TEST(TrainVerdict, ABudgetLargerThanTheGpuIsAWarning) {
       << mem[0]->message;
 }
 
-// GEMMs on cuBLASLt with host-staged operands and MPI communication: measured, but not a TE
-// job's step; coverage says so rather than passing.
+// A file of an earlier version: GEMMs on cuBLASLt with host-staged operands and MPI
+// communication (recorded as communication "mpi", or without the attribute): measured, but not
+// a TE job's step; coverage says so rather than passing.
 TEST(TrainVerdict, HostStagedGpuGemmsAreAWarningSayingWhy) {
   TrainRecord r = healthy(1, 2);
   r.engine = "cublaslt";
+  r.communication = "mpi";
   const Judged j = judge(r);
   const auto cov = j.of("train.coverage");
   ASSERT_EQ(cov.size(), 1u);
@@ -269,6 +271,19 @@ TEST(TrainVerdict, HostStagedGpuGemmsAreAWarningSayingWhy) {
   EXPECT_NE(cov[0]->message.find("operands staged through host memory"), std::string::npos)
       << cov[0]->message;
   EXPECT_EQ(j.findings.summary.engine, "cublaslt");
+}
+
+// The device-resident step (cuBLASLt and NCCL) passes coverage and says how it ran.
+TEST(TrainVerdict, DeviceResidentStepPassesCoverageAndSaysSo) {
+  TrainRecord r = healthy(1, 2);
+  r.engine = "cublaslt";
+  r.communication = "nccl";
+  const Judged j = judge(r);
+  const auto cov = j.of("train.coverage");
+  ASSERT_EQ(cov.size(), 1u);
+  EXPECT_EQ(cov[0]->status, CheckStatus::kPass) << cov[0]->message;
+  EXPECT_NE(cov[0]->message.find("engine cublaslt with NCCL, device-resident"), std::string::npos)
+      << cov[0]->message;
 }
 
 TEST(TrainVerdict, AskedForButNotRecordedFailsCoverage) {

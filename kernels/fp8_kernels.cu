@@ -310,19 +310,14 @@ std::uint64_t output_hash(const void* d, std::int64_t count, OutType type, void*
   if (count == 0) return 0;
   const auto n = static_cast<std::uint64_t>(count);
   const cudaStream_t s = as_stream(stream);
-  StreamScratch scratch(sizeof(unsigned long long), s);
-  auto* sum = static_cast<unsigned long long*>(scratch.get());
-  SD_CUDA_CHECK(cudaMemsetAsync(sum, 0, sizeof *sum, s));
+  const DeviceCounter sum(s);
   if (type == OutType::kBF16) {
-    hash_kernel<OutType::kBF16><<<grid_for(n), kBlock, 0, s>>>(d, n, sum);
+    hash_kernel<OutType::kBF16><<<grid_for(n), kBlock, 0, s>>>(d, n, sum.get());
   } else {
-    hash_kernel<OutType::kFP32><<<grid_for(n), kBlock, 0, s>>>(d, n, sum);
+    hash_kernel<OutType::kFP32><<<grid_for(n), kBlock, 0, s>>>(d, n, sum.get());
   }
   SD_CUDA_CHECK(cudaGetLastError());
-  unsigned long long host = 0;
-  SD_CUDA_CHECK(cudaMemcpyAsync(&host, sum, sizeof host, cudaMemcpyDeviceToHost, s));
-  SD_CUDA_CHECK(cudaStreamSynchronize(s));
-  return static_cast<std::uint64_t>(host);
+  return static_cast<std::uint64_t>(sum.read());
 }
 
 void launch_output_amax(const void* d, std::int64_t count, OutType type, float* amax,

@@ -40,4 +40,25 @@ class StreamScratch {
   bool pooled_ = true;
 };
 
+// One 64-bit counter (a sum, a count, a key) in stream-ordered scratch, zeroed on the stream.
+class DeviceCounter {
+ public:
+  explicit DeviceCounter(cudaStream_t stream)
+      : scratch_(sizeof(unsigned long long), stream), stream_(stream) {
+    SD_CUDA_CHECK(cudaMemsetAsync(get(), 0, sizeof(unsigned long long), stream_));
+  }
+  unsigned long long* get() const { return static_cast<unsigned long long*>(scratch_.get()); }
+  // Waits for the stream (so for the kernels enqueued before) and returns the counter.
+  unsigned long long read() const {
+    unsigned long long host = 0;
+    SD_CUDA_CHECK(cudaMemcpyAsync(&host, get(), sizeof host, cudaMemcpyDeviceToHost, stream_));
+    SD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host;
+  }
+
+ private:
+  StreamScratch scratch_;
+  cudaStream_t stream_;
+};
+
 }  // namespace shakedown::kernels

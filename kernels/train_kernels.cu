@@ -269,15 +269,10 @@ std::uint64_t count_zeros(const float* v, std::int64_t count, void* stream) {
   if (count == 0) return 0;
   const auto n = static_cast<std::uint64_t>(count);
   const cudaStream_t s = as_stream(stream);
-  StreamScratch scratch(sizeof(unsigned long long), s);
-  auto* dev = static_cast<unsigned long long*>(scratch.get());
-  SD_CUDA_CHECK(cudaMemsetAsync(dev, 0, sizeof *dev, s));
-  count_zeros_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, dev);
+  const DeviceCounter zeros(s);
+  count_zeros_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, zeros.get());
   check_launch();
-  unsigned long long host = 0;
-  SD_CUDA_CHECK(cudaMemcpyAsync(&host, dev, sizeof host, cudaMemcpyDeviceToHost, s));
-  SD_CUDA_CHECK(cudaStreamSynchronize(s));
-  return host;
+  return zeros.read();
 }
 
 void launch_flip_largest(float* v, std::int64_t count, int bit, void* stream) {
@@ -287,12 +282,10 @@ void launch_flip_largest(float* v, std::int64_t count, int bit, void* stream) {
   if (bit < 0 || bit >= 32) throw InternalError("launch_flip_largest: bit outside a float");
   const auto n = static_cast<std::uint64_t>(count);
   const cudaStream_t s = as_stream(stream);
-  StreamScratch scratch(sizeof(unsigned long long), s);
-  auto* key = static_cast<unsigned long long*>(scratch.get());
-  SD_CUDA_CHECK(cudaMemsetAsync(key, 0, sizeof *key, s));
-  argmax_abs_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, key);
+  const DeviceCounter key(s);
+  argmax_abs_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, key.get());
   check_launch();
-  flip_at_key_kernel<<<1, 1, 0, s>>>(v, key, bit);
+  flip_at_key_kernel<<<1, 1, 0, s>>>(v, key.get(), bit);
   check_launch();
 }
 

@@ -155,25 +155,32 @@ __global__ void count_zeros_kernel(const float* v, std::uint64_t n, unsigned lon
   if (threadIdx.x % 32 == 0 && mine != 0) atomicAdd(count, mine);
 }
 
-// The largest |v| and, on a tie, the lowest index as one 64-bit key: |v|'s bits (their unsigned
-// order is the numeric order for non-negative floats) above the complemented index.
-__global__ void argmax_abs_kernel(const float* v, std::uint64_t n, unsigned long long* key) {
-  unsigned long long best = 0;
+// max |v| as bits: for non-negative floats the unsigned order of the bits is the numeric order.
+__global__ void max_abs_bits_kernel(const float* v, std::uint64_t n, unsigned long long* bits) {
+  unsigned best = 0;
   for (std::uint64_t i = thread_index(); i < n; i += thread_stride()) {
-    const unsigned bits = __float_as_uint(v[i]) & 0x7FFFFFFFu;
-    const unsigned long long k =
-        (static_cast<unsigned long long>(bits) << 32) | (0xFFFFFFFFull - i);
-    best = k > best ? k : best;
+    best = max(best, __float_as_uint(v[i]) & 0x7FFFFFFFu);
   }
   for (int offset = 16; offset > 0; offset /= 2) {
-    const unsigned long long other = __shfl_xor_sync(0xFFFFFFFFu, best, offset);
-    best = other > best ? other : best;
+    best = max(best, __shfl_xor_sync(0xFFFFFFFFu, best, offset));
   }
-  if (threadIdx.x % 32 == 0) atomicMax(key, best);
+  if (threadIdx.x % 32 == 0) atomicMax(bits, static_cast<unsigned long long>(best));
 }
 
-__global__ void flip_at_key_kernel(float* v, const unsigned long long* key, int bit) {
-  const std::uint64_t i = 0xFFFFFFFFull - (*key & 0xFFFFFFFFull);
+// The lowest index holding that |v|, kept complemented so that a max (from 0) finds it.
+__global__ void first_at_kernel(const float* v, std::uint64_t n, const unsigned long long* bits,
+                                unsigned long long* not_index) {
+  const unsigned want = static_cast<unsigned>(*bits);
+  for (std::uint64_t i = thread_index(); i < n; i += thread_stride()) {
+    if ((__float_as_uint(v[i]) & 0x7FFFFFFFu) == want) {
+      atomicMax(not_index, ~static_cast<unsigned long long>(i));
+      return;  // this thread's later indices are larger
+    }
+  }
+}
+
+__global__ void flip_at_kernel(float* v, const unsigned long long* not_index, int bit) {
+  const unsigned long long i = ~*not_index;
   v[i] = __uint_as_float(__float_as_uint(v[i]) ^ (1u << bit));
 }
 
@@ -278,14 +285,15 @@ std::uint64_t count_zeros(const float* v, std::int64_t count, void* stream) {
 void launch_flip_largest(float* v, std::int64_t count, int bit, void* stream) {
   check_shape(count, "launch_flip_largest");
   if (count == 0) return;
-  if (count > 0xFFFFFFFFll) throw InternalError("launch_flip_largest: 2^32 elements or more");
   if (bit < 0 || bit >= 32) throw InternalError("launch_flip_largest: bit outside a float");
   const auto n = static_cast<std::uint64_t>(count);
   const cudaStream_t s = as_stream(stream);
-  const DeviceCounter key(s);
-  argmax_abs_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, key.get());
+  const DeviceCounter bits(s), not_index(s);
+  max_abs_bits_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, bits.get());
   check_launch();
-  flip_at_key_kernel<<<1, 1, 0, s>>>(v, key.get(), bit);
+  first_at_kernel<<<grid_for(n), kBlock, 0, s>>>(v, n, bits.get(), not_index.get());
+  check_launch();
+  flip_at_kernel<<<1, 1, 0, s>>>(v, not_index.get(), bit);
   check_launch();
 }
 

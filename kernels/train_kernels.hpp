@@ -64,7 +64,7 @@ void launch_current_scale(const float* amax, float max_finite, float epsilon, fl
 std::uint64_t count_zeros(const float* v, std::int64_t count, void* stream);
 
 // Flips bit `bit` (< 32) of the element with the largest |v[i]| (the lowest index on a tie), as
-// the host step's injected corruption does. count < 2^32.
+// the host step's injected corruption does.
 void launch_flip_largest(float* v, std::int64_t count, int bit, void* stream);
 
 }  // namespace shakedown::kernels

@@ -179,6 +179,9 @@ struct DeviceTrainStep::State {
     tp.run(kind, in, out, static_cast<std::uint64_t>(unit), DType::kFloat32, op, 0);
     end.record(compute);
     tp_calls.push_back({&begin, &end, part});
+    // Under an injected slowdown the collective's wait is not compute to stretch: the host
+    // step's collective blocks, so its compute resumes after it; here the device is waited for.
+    if (slow_factor > 1.0) tp.synchronize();
     resume();
   }
   // Row-parallel output / column-parallel dgrad (fp32 [T, cols] in `v`): all-reduced in place,
@@ -760,12 +763,27 @@ std::uint64_t DeviceTrainStep::parameter_hash() const {
                               s_->compute);
 }
 
-std::vector<float> DeviceTrainStep::master_weights() const {
-  std::vector<float> out(static_cast<std::size_t>(plan_.total_padded));
-  SD_CUDA_CHECK(cudaMemcpyAsync(out.data(), s_->master.get(), s_->master.bytes(),
-                                cudaMemcpyDeviceToHost, s_->compute));
-  SD_CUDA_CHECK(cudaStreamSynchronize(s_->compute));
+namespace {
+
+std::vector<float> to_host(const cublaslt::DeviceMemory& m, cudaStream_t stream) {
+  std::vector<float> out(m.bytes() / sizeof(float));
+  SD_CUDA_CHECK(cudaMemcpyAsync(out.data(), m.get(), m.bytes(), cudaMemcpyDeviceToHost, stream));
+  SD_CUDA_CHECK(cudaStreamSynchronize(stream));
   return out;
+}
+
+}  // namespace
+
+std::vector<float> DeviceTrainStep::master_weights() const {
+  return to_host(s_->master, s_->compute);
+}
+
+std::vector<float> DeviceTrainStep::gradients() const {
+  return to_host(s_->grads, s_->compute);
+}
+
+std::vector<float> DeviceTrainStep::scales() const {
+  return to_host(s_->scale, s_->compute);
 }
 
 bool DeviceTrainStep::scales_finite() const {
@@ -776,12 +794,8 @@ bool DeviceTrainStep::scales_finite() const {
     }
   }
   // The scales the GEMMs used, as the device holds them (current scaling computes them there).
-  std::vector<float> scale(s.scaling.size()), scale_inv(s.scaling.size());
-  SD_CUDA_CHECK(cudaMemcpyAsync(scale.data(), s.scale.get(), s.scale.bytes(),
-                                cudaMemcpyDeviceToHost, s.compute));
-  SD_CUDA_CHECK(cudaMemcpyAsync(scale_inv.data(), s.scale_inv.get(), s.scale_inv.bytes(),
-                                cudaMemcpyDeviceToHost, s.compute));
-  SD_CUDA_CHECK(cudaStreamSynchronize(s.compute));
+  const std::vector<float> scale = to_host(s.scale, s.compute);
+  const std::vector<float> scale_inv = to_host(s.scale_inv, s.compute);
   for (std::size_t i = 0; i < scale.size(); ++i) {
     if (!std::isfinite(scale[i]) || !(scale[i] > 0) || !std::isfinite(scale_inv[i]) ||
         !(scale_inv[i] > 0)) {

@@ -47,6 +47,8 @@ class DeviceTrainStep : public Step {
   double flops_per_step() const override { return flops_; }
   std::int64_t tokens_per_step() const override;
   std::vector<float> master_weights() const override;
+  std::vector<float> gradients() const override;
+  std::vector<float> scales() const override;
   std::string engine() const override { return "cublaslt"; }
   std::string communication() const override { return "nccl"; }
 

@@ -9,8 +9,7 @@
 namespace shakedown::train {
 
 double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 DpReducer::DpReducer(MPI_Comm dp, const BucketPlan& plan, bool zero, float* grads, float* shard)
@@ -46,12 +45,11 @@ void DpReducer::start(int bucket) {
   const int count = static_cast<int>(b.padded);
   timings_[i].start_s = steady_seconds();
   if (zero_) {
-    SD_MPI_CHECK(MPI_Ireduce_scatter_block(grads_ + b.offset, shard_ + b.offset / dp_,
-                                           count / dp_, MPI_FLOAT, MPI_SUM, comm_,
-                                           &requests_[i]));
+    SD_MPI_CHECK(MPI_Ireduce_scatter_block(grads_ + b.offset, shard_ + b.offset / dp_, count / dp_,
+                                           MPI_FLOAT, MPI_SUM, comm_, &requests_[i]));
   } else {
-    SD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads_ + b.offset, count, MPI_FLOAT, MPI_SUM,
-                                comm_, &requests_[i]));
+    SD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads_ + b.offset, count, MPI_FLOAT, MPI_SUM, comm_,
+                                &requests_[i]));
   }
   started_[i] = true;
 }

@@ -43,7 +43,9 @@ std::vector<ModelShape> presets() {
           gpt3_175b()};
 }
 
-std::string text(std::int64_t v) { return std::to_string(v); }
+std::string text(std::int64_t v) {
+  return std::to_string(v);
+}
 
 // Nearest multiple of `step` to v that is at least step.
 std::int64_t nearest_multiple(std::int64_t v, std::int64_t step) {
@@ -56,8 +58,7 @@ std::int64_t nearest_multiple(std::int64_t v, std::int64_t step) {
 }  // namespace
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> kNames = {"custom", "llama2-7b", "llama2-70b",
-                                                  "gpt3-175b"};
+  static const std::vector<std::string> kNames = {"custom", "llama2-7b", "llama2-70b", "gpt3-175b"};
   return kNames;
 }
 
@@ -66,8 +67,8 @@ ModelShape model_shape(const TrainConfig& train) {
     for (ModelShape shape : presets()) {
       if (shape.name != train.model) continue;
       if (train.layers > shape.preset_layers) {
-        throw UsageError("train.layers = " + text(train.layers) + " is more than " +
-                         train.model + "'s " + text(shape.preset_layers) +
+        throw UsageError("train.layers = " + text(train.layers) + " is more than " + train.model +
+                         "'s " + text(shape.preset_layers) +
                          " layers; layers can only cut a preset (0: all of them)");
       }
       if (train.layers > 0) shape.layers = train.layers;
@@ -117,10 +118,10 @@ std::uint64_t layer_parameter_count(const ModelShape& s) {
 std::uint64_t outside_layer_parameter_count(const ModelShape& s) {
   const auto h = static_cast<std::uint64_t>(s.hidden);
   const auto v = static_cast<std::uint64_t>(s.vocab);
-  std::uint64_t n = v * h;                  // input embedding
-  if (!s.tied_embeddings) n += v * h;       // logit layer
+  std::uint64_t n = v * h;             // input embedding
+  if (!s.tied_embeddings) n += v * h;  // logit layer
   n += static_cast<std::uint64_t>(s.positions) * h;
-  n += (s.layer_norm ? 2 : 1) * h;          // final norm
+  n += (s.layer_norm ? 2 : 1) * h;  // final norm
   return n;
 }
 
@@ -189,7 +190,8 @@ Parallel check_parallel(const ModelShape& s, const TrainConfig& train, const Lay
   auto bad_tp = [&](const std::string& what, std::int64_t n) {
     throw UsageError("train.tp = " + text(tp) + " does not divide " + what + " = " + text(n) +
                      "; tp must divide the heads, the kv heads and the ranks per node (nearest "
-                     "valid tp: " + nearest_divisors(common, tp) + ")");
+                     "valid tp: " +
+                     nearest_divisors(common, tp) + ")");
   };
   if (s.heads % tp != 0) bad_tp("the model's heads", s.heads);
   if (s.kv_heads % tp != 0) bad_tp("the model's kv_heads", s.kv_heads);
@@ -231,6 +233,17 @@ Parallel check_parallel(const ModelShape& s, const TrainConfig& train, const Lay
                        "of 16; nearest valid value: " +
                        text(nearest_multiple(d.value, 16 * d.divisor)) +
                        (d.divisor == 1 ? "" : " (before dividing by tp)"));
+    }
+    // Core attention's bf16 GEMMs run per head on column blocks of the QKV output and on s x s
+    // scores: 16-byte aligned heads and rows need multiples of 8 elements.
+    const std::vector<Dim> attention = {{"the head size (hidden / heads)", s.head_dim(), 1},
+                                        {"seq_len", train.seq_len, 1}};
+    for (const Dim& d : attention) {
+      if (d.value % 8 == 0) continue;
+      throw UsageError("train: " + d.what + " is " + text(d.value) +
+                       ", but core attention's bf16 GEMMs on a GPU (cuBLASLt) need it to be a "
+                       "multiple of 8 (16-byte aligned heads and rows); nearest valid value: " +
+                       text(nearest_multiple(d.value, 8)));
     }
   }
   return p;

@@ -324,6 +324,16 @@ std::vector<float> TrainStep::master_weights() const {
   return s_->master;
 }
 
+std::vector<float> TrainStep::gradients() const {
+  return s_->grads;
+}
+
+std::vector<float> TrainStep::scales() const {
+  std::vector<float> out;
+  for (const fp8::ScalingState& st : s_->scaling) out.push_back(st.scale);
+  return out;
+}
+
 std::string TrainStep::engine() const {
   return s_->engine.name();
 }

@@ -13,7 +13,7 @@
 // gradients under hybrid), the column-parallel dgrads all-reduced over TP; each wgrad lands in
 // the flat gradient buffer and a full bucket is handed to the DP reducer at once (overlap) or
 // everything is reduced after backward (no overlap). Then the amaxes are max-reduced over the
-// world, the scales updated, Adam runs on the fp32 master weights (on this rank's shard with
+// TP group, the scales updated, Adam runs on the fp32 master weights (on this rank's shard with
 // zero: 1, then the parameters are all-gathered), and the next step re-quantises the weights.
 // With sequence parallelism the activations between blocks are [T / tp, h] shards: all-gathered
 // before QKV and FC1, reduce-scattered after proj and FC2 (forward), and in backward the output
@@ -96,8 +96,12 @@ class Step {
   virtual const std::vector<BucketTiming>& bucket_timings() const = 0;
   virtual double flops_per_step() const = 0;         // this rank's share (model FLOPs / tp)
   virtual std::int64_t tokens_per_step() const = 0;  // this replica's tokens
-  // The fp32 master weights in the bucket layout (for tests comparing the two steps).
+  // For tests comparing the two steps: the fp32 master weights and the last step's gradient
+  // buffer (reduced under zero 0), both in the bucket layout, and each FP8 tensor's scale (in
+  // scaling_slot order) as the next step will use it.
   virtual std::vector<float> master_weights() const = 0;
+  virtual std::vector<float> gradients() const = 0;
+  virtual std::vector<float> scales() const = 0;
   // "cpu" or the GEMM engine's name, and the communication backend ("mpi", "nccl").
   virtual std::string engine() const = 0;
   virtual std::string communication() const = 0;
@@ -144,6 +148,8 @@ class TrainStep : public Step {
   double flops_per_step() const override { return flops_; }
   std::int64_t tokens_per_step() const override;
   std::vector<float> master_weights() const override;
+  std::vector<float> gradients() const override;
+  std::vector<float> scales() const override;
   std::string engine() const override;
   std::string communication() const override { return "mpi"; }
 

@@ -1,9 +1,11 @@
 // GPU tests of the device-resident training step (train/device_step.hpp) on one GPU, tp = dp = 1:
-// its weights start bit for bit as the host step's (train/step.hpp, the reference); one step
-// moves every weight the way the host step moves it (Adam's first update is lr times the sign of
-// the gradient, so a wrong transpose, operand or scale shows as signs that disagree); steps keep
-// scales finite and gradients flowing; two instances agree bit for bit (what the replica check
-// relies on); overlap on or off and zero 0 or 1 change no bit; an injected flip changes the hash.
+// its weights start bit for bit as the host step's (train/step.hpp, the reference); over three
+// steps (delayed and current scaling, GeLU and SwiGLU, sequence parallelism) every tensor's
+// gradient stays within 20% of the host's and the delayed scales agree, so a transposed operand,
+// a wrong scale or a lost alpha shows; steps keep scales finite and gradients flowing; two
+// instances agree bit for bit (what the replica check relies on); overlap on or off and zero 0
+// or 1 change no bit; an injected flip changes the weights. Each kernel is checked against the
+// host formula on its own.
 // Without a GPU every test skips, saying why.
 #include <gtest/gtest.h>
 
@@ -193,6 +195,21 @@ TEST(GpuTrainKernels, MatchTheHostFormulas) {
                 widened(b16[static_cast<std::size_t>(r * cols + c)]));
     }
   }
+  // bf16 widening, and SwiGLU's gradient widening: exact copies.
+  DeviceVector<float> w(std::vector<float>(host.size(), 0.0f));
+  kernels::launch_widen_bf16(xb.get(), n, w.get(), nullptr);
+  const std::vector<float> wide16 = w.host();
+  for (std::size_t i = 0; i < host.size(); ++i) ASSERT_EQ(wide16[i], widened(b16[i])) << i;
+  DeviceVector<float> sw(std::vector<float>(static_cast<std::size_t>(2 * n), 0.0f));
+  kernels::launch_widen_swiglu_grad(x.get(), rows, cols, sw.get(), nullptr);
+  const std::vector<float> both = sw.host();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float want = host[static_cast<std::size_t>(r * cols + c)];
+      ASSERT_EQ(both[static_cast<std::size_t>(r * 2 * cols + c)], want);
+      ASSERT_EQ(both[static_cast<std::size_t>(r * 2 * cols + cols + c)], want);
+    }
+  }
   // The activation (SwiGLU over [rows, 2 f] with f = cols / 2 rounded down... use an even width).
   const std::int64_t f = 26;
   DeviceVector<float> act(std::vector<float>(static_cast<std::size_t>(rows * f), 0.0f));
@@ -249,41 +266,91 @@ TEST(GpuTrainKernels, MatchTheHostFormulas) {
   EXPECT_EQ(scale.host(), (std::vector<float>{224.0f, 1.0f}));
 }
 
-TEST(GpuTrain, FirstStepMovesWeightsAsTheHostStep) {
-  for (bool swiglu : {false, true}) {
+// Relative L2 distance of two tensors.
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+    diff += (x - y) * (x - y);
+    norm += y * y;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+struct Variant {
+  const char* name;
+  bool swiglu, current, sp;
+};
+
+// Three steps of both, from the same weights and batches: every tensor's gradient within 20% of
+// the host's (the FP8 operands are mostly the same codes at the same scales; what differs is the
+// accumulation order and core attention in bf16, which moves some E5M2 gradient codes by one:
+// a few percent expected), Adam's first update in the
+// same direction, and the delayed scales the same to 10%. A transposed operand, a scale taken
+// from the wrong slot or an alpha left out is off by far more.
+TEST(GpuTrain, StepsFollowTheHostStep) {
+  for (const Variant v :
+       {Variant{"gelu", false, false, false}, Variant{"swiglu", true, false, false},
+        Variant{"swiglu, current scaling", true, true, false},
+        Variant{"gelu, sequence parallel", false, false, true}}) {
+    SCOPED_TRACE(v.name);
     Gpu g;
     if (const std::string why = open_gpu(g); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-    const StepConfig c = gpu_config(swiglu);
+    StepConfig c = gpu_config(v.swiglu);
+    c.current_scaling = v.current;
+    c.parallel.sequence_parallel = v.sp;
     DeviceTrainStep dev(c, *g.tp, *g.dp);
     MpiComm tp(MPI_COMM_SELF);
     auto engine = make_cpu_gemm_engine(2);
     TrainStep host(c, *engine, tp, MPI_COMM_SELF);
-    const std::vector<float> dev0 = dev.master_weights(), host0 = host.master_weights();
-    (void)dev.run(1, {});
-    (void)host.run(1);
-    const std::vector<float> dev1 = dev.master_weights(), host1 = host.master_weights();
     const auto linears = train::layer_linears(c.shape, 1);
+    const auto elements = [&](int t) {
+      return linears[static_cast<std::size_t>(t % 4)].n *
+             linears[static_cast<std::size_t>(t % 4)].k;
+    };
+    const std::vector<float> dev0 = dev.master_weights(), host0 = host.master_weights();
     for (int t = 0; t < c.shape.layers * 4; ++t) {
-      const std::int64_t n =
-          linears[static_cast<std::size_t>(t % 4)].n * linears[static_cast<std::size_t>(t % 4)].k;
-      const auto d0 = tensor(dev, dev0, t, n), h0 = tensor(host, host0, t, n);
+      const auto d0 = tensor(dev, dev0, t, elements(t)), h0 = tensor(host, host0, t, elements(t));
       ASSERT_EQ(0, std::memcmp(d0.data(), h0.data(), d0.size() * sizeof(float)))
           << "tensor " << t << ": the device fill differs from the host's";
-      const auto d1 = tensor(dev, dev1, t, n), h1 = tensor(host, host1, t, n);
-      std::int64_t moved = 0, agree = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float dd = d1[static_cast<std::size_t>(i)] - d0[static_cast<std::size_t>(i)];
-        const float dh = h1[static_cast<std::size_t>(i)] - h0[static_cast<std::size_t>(i)];
-        // Adam's first step moves a weight by about lr = 1e-4 against its gradient's sign.
-        if (std::fabs(dd) < 5e-5f || std::fabs(dh) < 5e-5f) continue;
-        ++moved;
-        agree += (dd > 0) == (dh > 0) ? 1 : 0;
+    }
+    for (int step = 1; step <= 3; ++step) {
+      (void)dev.run(step, {});
+      (void)host.run(step);
+      const std::vector<float> dg = dev.gradients(), hg = host.gradients();
+      const std::vector<float> dm = dev.master_weights(), hm = host.master_weights();
+      for (int t = 0; t < c.shape.layers * 4; ++t) {
+        const std::int64_t n = elements(t);
+        const double d = distance(tensor(dev, dg, t, n), tensor(host, hg, t, n));
+        std::cout << v.name << " step " << step << " tensor " << t
+                  << ": gradient off the host's by " << d * 100 << "%";
+        EXPECT_LT(d, 0.2) << "step " << step << " tensor " << t;
+        if (step == 1) {
+          // Adam's first step moves a weight by about lr = 1e-4 against its gradient's sign.
+          const auto d0 = tensor(dev, dev0, t, n), d1 = tensor(dev, dm, t, n);
+          const auto h0 = tensor(host, host0, t, n), h1 = tensor(host, hm, t, n);
+          std::int64_t moved = 0, agree = 0;
+          for (std::size_t i = 0; i < d0.size(); ++i) {
+            const float dd = d1[i] - d0[i], dh = h1[i] - h0[i];
+            if (std::fabs(dd) < 5e-5f || std::fabs(dh) < 5e-5f) continue;
+            ++moved;
+            agree += (dd > 0) == (dh > 0) ? 1 : 0;
+          }
+          const double share =
+              moved > 0 ? static_cast<double>(agree) / static_cast<double>(moved) : 0;
+          std::cout << ", first update's sign agrees on " << share * 100 << "% of " << moved;
+          EXPECT_GT(moved, n / 2) << "tensor " << t;
+          EXPECT_GT(share, 0.9) << "tensor " << t;
+        }
+        std::cout << "\n";
       }
-      const double share = moved > 0 ? static_cast<double>(agree) / static_cast<double>(moved) : 0;
-      std::cout << (swiglu ? "swiglu" : "gelu") << " tensor " << t << ": " << moved << " of " << n
-                << " weights moved on both, signs agree on " << share * 100 << "%\n";
-      EXPECT_GT(moved, n / 2) << "tensor " << t;
-      EXPECT_GT(share, 0.9) << "tensor " << t << " (" << (swiglu ? "swiglu" : "gelu") << ")";
+    }
+    if (!v.current) {  // the host keeps no current scales
+      const std::vector<float> ds = dev.scales(), hs = host.scales();
+      ASSERT_EQ(ds.size(), hs.size());
+      for (std::size_t i = 0; i < ds.size(); ++i) {
+        EXPECT_NEAR(ds[i], hs[i], 0.1f * hs[i]) << "scale of slot " << i;
+      }
     }
   }
 }

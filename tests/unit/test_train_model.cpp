@@ -111,18 +111,23 @@ TEST(TrainModel, ParallelLayoutRulesNameTheNearestValidValues) {
   Parallel p = check_parallel(s, t, {128, 8, true});
   EXPECT_EQ(p.dp, 16);
   t.tp = 3;
-  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {128, 8, true}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(s, t, {128, 8, true});
+              }),
               HasSubstr("nearest valid tp: 2 or 4"));
   t.tp = 16;  // more than the node
-  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {128, 8, true}); }),
-              HasSubstr("kv_heads"));
+  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {128, 8, true}); }), HasSubstr("kv_heads"));
   t.tp = 8;
   t.dp = 4;
-  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {128, 8, true}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(s, t, {128, 8, true});
+              }),
               HasSubstr("use dp: 16"));
   t.dp = 0;
   t.tp = 2;
-  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {6, 0, false}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(s, t, {6, 0, false});
+              }),
               HasSubstr("different numbers of ranks"));
 }
 
@@ -132,17 +137,40 @@ TEST(TrainModel, GpuShapesMustBeMultiplesOfSixteen) {
   t.heads = 8;
   const ModelShape s = model_shape(t);
   EXPECT_NO_THROW(check_parallel(s, t, {2, 2, false}));  // the CPU engine takes any shape
-  EXPECT_THAT(usage_message([&] { check_parallel(s, t, {2, 2, true}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(s, t, {2, 2, true});
+              }),
               HasSubstr("nearest valid value: 992"));
   t.hidden = 1024;
   t.heads = 16;
   t.seq_len = 100;
-  EXPECT_THAT(usage_message([&] { check_parallel(model_shape(t), t, {2, 2, true}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(model_shape(t), t, {2, 2, true});
+              }),
               HasSubstr("tokens"));
+  // Core attention per head: head size and seq_len multiples of 8 (16-byte aligned bf16).
+  t.seq_len = 128;
+  t.hidden = 1200;  // 16 | 1200, but 12 heads of 100
+  t.heads = 12;
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(model_shape(t), t, {2, 2, true});
+              }),
+              HasSubstr("head size (hidden / heads) is 100"));
+  t.hidden = 1024;
+  t.heads = 16;
+  t.seq_len = 100;
+  t.micro_batch = 4;  // 400 tokens: a multiple of 16, but rows of 100 scores are not aligned
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(model_shape(t), t, {2, 2, true});
+              }),
+              HasSubstr("seq_len is 100"));
+  t.micro_batch = 1;
   t.seq_len = 101;
   t.tp = 2;
   t.sequence_parallel = true;
-  EXPECT_THAT(usage_message([&] { check_parallel(model_shape(t), t, {2, 2, false}); }),
+  EXPECT_THAT(usage_message([&] {
+                check_parallel(model_shape(t), t, {2, 2, false});
+              }),
               HasSubstr("multiple of 2"));
 }
 

@@ -22,6 +22,7 @@ class MpiComm : public Comm {
   MemoryKind memory() const override { return MemoryKind::kHost; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  MPI_Comm comm() const { return comm_; }  // for non-blocking calls of the caller's own
 
   std::unique_ptr<Buffer> allocate(std::size_t bytes) override;
   std::string unsupported(CollectiveKind kind, DType dtype, ReduceOp op) const override;

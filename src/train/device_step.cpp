@@ -81,8 +81,10 @@ struct DeviceTrainStep::State {
   StepConfig config;
   NcclComm& tp;
   NcclComm& dp;
-  cudaStream_t compute = nullptr;  // the TP communicator's stream
-  cudaStream_t reduce = nullptr;   // the DP communicator's stream
+  cublaslt::Stream compute_stream;   // GEMMs and kernels
+  cudaStream_t compute = nullptr;    // compute_stream.get()
+  cudaStream_t tp_stream = nullptr;  // the TP communicator's stream
+  cudaStream_t reduce = nullptr;     // the DP communicator's stream
   int dp_size = 1;
   int dp_rank = 0;
   std::vector<LinearShape> linears;
@@ -112,8 +114,11 @@ struct DeviceTrainStep::State {
   std::unique_ptr<cublaslt::Matmul> att_scores, att_ctx, att_dscores, att_dv, att_dq, att_dk;
   // Per step.
   EventPool events;
+  // One TP collective: the compute stream blocked from `from` (recorded on it where it starts
+  // to wait) to `end` (the collective done, on the TP stream); less than zero when the
+  // collective was done before the compute stream got there (overlapped).
   struct TpCall {
-    Event* begin;
+    Event* from;
     Event* end;
     Part part;
   };
@@ -162,7 +167,7 @@ struct DeviceTrainStep::State {
   // sleeping; the device is synchronised first so that compute is what the host measures.
   void slow_down() {
     if (slow_factor <= 1.0) return;
-    tp.synchronize();
+    SD_CUDA_CHECK(cudaStreamSynchronize(compute));
     const double now = steady_seconds();
     std::this_thread::sleep_for(std::chrono::duration<double>((slow_factor - 1.0) * (now - mark)));
   }
@@ -170,30 +175,54 @@ struct DeviceTrainStep::State {
     if (slow_factor > 1.0) mark = steady_seconds();
   }
 
-  // ---- TP collectives on the compute stream, timed by events around them.
-  void tp_run(CollectiveKind kind, const float* in, float* out, std::int64_t unit, ReduceOp op) {
+  // ---- TP collectives on the TP communicator's stream, after the compute stream's work so far.
+  // post() enqueues one and returns the event of its end; wait() makes the compute stream wait
+  // for it and records how long it blocked. A blocking collective is a post and a wait at once;
+  // the column-parallel dgrad's reduction is posted before the wgrad and waited for after it
+  // (TE's async dgrad all-reduce), so only what the wgrad did not hide counts as TP wait.
+  Event& post(CollectiveKind kind, const float* in, float* out, std::int64_t unit, ReduceOp op) {
     slow_down();
-    Event& begin = events.next();
-    Event& end = events.next();
-    begin.record(compute);
+    Event& ready = events.next();
+    ready.record(compute);
+    SD_CUDA_CHECK(cudaStreamWaitEvent(tp_stream, ready.get(), 0));
     tp.run(kind, in, out, static_cast<std::uint64_t>(unit), DType::kFloat32, op, 0);
-    end.record(compute);
-    tp_calls.push_back({&begin, &end, part});
+    Event& end = events.next();
+    end.record(tp_stream);
+    resume();
+    return end;
+  }
+  void wait(Event& end) {
+    slow_down();
+    Event& from = events.next();
+    from.record(compute);
+    SD_CUDA_CHECK(cudaStreamWaitEvent(compute, end.get(), 0));
+    tp_calls.push_back({&from, &end, part});
     // Under an injected slowdown the collective's wait is not compute to stretch: the host
     // step's collective blocks, so its compute resumes after it; here the device is waited for.
     if (slow_factor > 1.0) tp.synchronize();
     resume();
   }
+  void tp_run(CollectiveKind kind, const float* in, float* out, std::int64_t unit, ReduceOp op) {
+    wait(post(kind, in, out, unit, op));
+  }
   // Row-parallel output / column-parallel dgrad (fp32 [T, cols] in `v`): all-reduced in place,
-  // or under SP reduce-scattered to this rank's [rows, cols] (then `v` holds those).
-  void reduce_partial(cublaslt::DeviceMemory& v, std::int64_t cols) {
-    if (tp.size() == 1) return;
+  // or under SP reduce-scattered to this rank's [rows, cols] (into `reduced`; then finish()
+  // swaps it into `v`). Returns the end of the reduction, or null when tp is 1.
+  Event* post_partial(cublaslt::DeviceMemory& v, std::int64_t cols) {
+    if (tp.size() == 1) return nullptr;
     if (config.parallel.sequence_parallel) {
-      tp_run(CollectiveKind::kReduceScatter, f32(v), f32(reduced), rows * cols, ReduceOp::kSum);
-      std::swap(v, reduced);
-    } else {
-      tp_run(CollectiveKind::kAllReduce, f32(v), f32(v), tokens * cols, ReduceOp::kSum);
+      return &post(CollectiveKind::kReduceScatter, f32(v), f32(reduced), rows * cols,
+                   ReduceOp::kSum);
     }
+    return &post(CollectiveKind::kAllReduce, f32(v), f32(v), tokens * cols, ReduceOp::kSum);
+  }
+  void finish_partial(Event* end, cublaslt::DeviceMemory& v) {
+    if (end == nullptr) return;
+    wait(*end);
+    if (config.parallel.sequence_parallel) std::swap(v, reduced);
+  }
+  void reduce_partial(cublaslt::DeviceMemory& v, std::int64_t cols) {
+    finish_partial(post_partial(v, cols), v);
   }
   // Under SP: this rank's [rows, cols] of `v` gathered to [T, cols] into `out`.
   void gather_rows(const float* v, std::int64_t cols, float* out) {
@@ -289,7 +318,8 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
         "train: E5M2 in both operands of a GEMM, which cuBLASLt's FP8 kernels do not take; use "
         "train.format hybrid (E4M3 forward, E5M2 gradients) or e4m3");
   }
-  s.compute = static_cast<cudaStream_t>(tp.stream());
+  s.compute = s.compute_stream.get();
+  s.tp_stream = static_cast<cudaStream_t>(tp.stream());
   s.reduce = static_cast<cudaStream_t>(dp.stream());
   s.dp_size = dp.size();
   s.dp_rank = dp.rank();
@@ -468,6 +498,7 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
   s.bucket_end.assign(nb, nullptr);
   timings_.assign(nb, {});
   flops_ = rank_flops_per_step(config);
+  SD_CUDA_CHECK(cudaStreamSynchronize(s.compute));
   tp.synchronize();
   dp.synchronize();
 }
@@ -476,6 +507,7 @@ DeviceTrainStep::~DeviceTrainStep() {
   // Nothing in flight may still use the buffers freed next.
   if (s_) {
     (void)cudaStreamSynchronize(s_->compute);
+    (void)cudaStreamSynchronize(s_->tp_stream);
     (void)cudaStreamSynchronize(s_->reduce);
   }
 }
@@ -500,7 +532,7 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
   s.bucket_pending.assign(nb, 0);
   for (int b : plan_.tensor_bucket) ++s.bucket_pending[static_cast<std::size_t>(b)];
 
-  // Both streams are idle here (the last step, or the constructor, waited for them), so the
+  // Every stream is idle here (the last step, or the constructor, waited for them), so the
   // start event completes at once and t0 is its time on this host's clock.
   State::Event& ev_start = s.events.next();
   ev_start.record(cs);
@@ -619,6 +651,13 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
       }
       s.quantize(f32(s.dy), T * lin.n, g, kGrad, qa);
       s.dgrad[t]->enqueue(qa, s.weights_t[t].get(), out16, s.workspace.get(), cs);
+      // Column-parallel dgrad: partial sums over TP, all-reduced (reduce-scattered under SP) on
+      // the TP stream while the wgrad runs. The proj's dgrad stays bf16 for attention.
+      State::Event* partial = nullptr;
+      if (j != 1) {
+        kernels::launch_widen_bf16(out16, T * lin.k, f32(s.dx), cs);
+        if (lin.column) partial = s.post_partial(s.dx, lin.k);
+      }
       // wgrad: dW [n, k] = dY^T X, fp32 into the gradient buffer (TE's main_grad).
       s.quantize_t(f32(s.dy), T, lin.n, g, kGrad, qa);
       s.quantize_t(f32(in[static_cast<std::size_t>(j)]), T, lin.k, s.slot(l, j, kInput), kInput,
@@ -631,11 +670,9 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
         std::swap(s.dy, s.spare);
         continue;
       }
-      kernels::launch_widen_bf16(out16, T * lin.k, f32(s.dx), cs);
       if (lin.column) {
-        // Column-parallel dgrad: partial sums over TP, all-reduced (reduce-scattered under SP);
-        // through the norm (its derivative left out) and the residual join.
-        s.reduce_partial(s.dx, lin.k);
+        // The reduced dgrad, through the norm (its derivative left out) and the residual join.
+        s.finish_partial(partial, s.dx);
         kernels::launch_add(f32(s.dx), f32(s.residual), rows * lin.k, cs);
         SD_CUDA_CHECK(cudaMemcpyAsync(f32(s.residual), f32(s.dx),
                                       static_cast<std::size_t>(rows * lin.k) * sizeof(float),
@@ -678,7 +715,8 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
     std::vector<float> step_amax(s.scaling.size());
     SD_CUDA_CHECK(cudaMemcpyAsync(step_amax.data(), s.amax.get(), s.amax.bytes(),
                                   cudaMemcpyDeviceToHost, cs));
-    s.tp.synchronize();
+    s.tp.synchronize();  // fails, naming the peer, if the amax reduction cannot finish
+    SD_CUDA_CHECK(cudaStreamSynchronize(cs));
     for (std::size_t i = 0; i < s.scaling.size(); ++i) {
       fp8::record_amax(s.scaling[i], step_amax[i]);
       fp8::update_scale(c.delayed, s.format(static_cast<Role>(i % kRoles)), s.scaling[i]);
@@ -720,13 +758,16 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
   }
   State::Event& ev_end = s.events.next();
   ev_end.record(cs);
+  // The communicators first: their waits poll NCCL for a failed peer; then the compute stream,
+  // whose last waits were on them.
   s.tp.synchronize();
   s.dp.synchronize();
+  SD_CUDA_CHECK(cudaStreamSynchronize(cs));
 
   StepTimes times;
   double tp_part[3] = {0, 0, 0};
   for (const State::TpCall& call : s.tp_calls) {
-    tp_part[call.part] += State::Event::seconds(*call.begin, *call.end);
+    tp_part[call.part] += std::max(0.0, State::Event::seconds(*call.from, *call.end));
   }
   times.fwd_s = State::Event::seconds(ev_fwd, ev_fwd_end) - tp_part[State::kForward];
   times.bwd_s = State::Event::seconds(ev_bwd, ev_bwd_end) - tp_part[State::kBackward];

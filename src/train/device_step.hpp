@@ -4,17 +4,20 @@
 // cuBLASLt (TN only, so transposed FP8 copies for dgrad and wgrad, as TE keeps them; fast
 // accumulation in forward, split accumulation in backward, as TE's defaults); core attention's
 // score and context GEMMs in bf16 on cuBLASLt; the elementwise parts as kernels
-// (kernels/train_kernels.hpp); TP collectives on the TP group's NCCL communicator, whose stream
-// is the step's compute stream; DP reductions bucket by bucket on the DP communicator's own
-// stream, each started as soon as backward's compute stream has filled its bucket (overlap:
-// true) or all after backward (overlap: false), and waited for by the compute stream at the end
-// of backward. The same step as train/step.hpp (the host step, the reference): the same order,
-// shapes, fills, scaling recipe and load-skeleton simplifications.
+// (kernels/train_kernels.hpp), all on the step's compute stream; TP collectives on the TP
+// group's NCCL communicator and its stream, after the compute stream's work so far, the compute
+// stream waiting for each at once except for the column-parallel dgrad's reduction, which runs
+// while the wgrad does (TE's async dgrad all-reduce); DP reductions bucket by bucket on the DP
+// communicator's stream, each started as soon as backward's compute stream has filled its
+// bucket (overlap: true) or all after backward (overlap: false), and waited for by the compute
+// stream at the end of backward. The same step as train/step.hpp (the host step, the reference):
+// the same order, shapes, fills, scaling recipe and load-skeleton simplifications.
 //
 // Times come from CUDA events on the streams (the host does not wait inside a step, except
 // under an injected slowdown and for the delayed-scaling update, which reads the step's amaxes
-// once): compute time is the compute stream's time less what it spent in TP collectives; the
-// exposed DP time is how long the compute stream waited for the DP stream after backward.
+// once): compute time is the compute stream's time less how long it waited for TP collectives
+// (for the overlapped dgrad reduction, only what the wgrad did not hide); the exposed DP time is
+// how long the compute stream waited for the DP stream after backward.
 // Only built with CUDA (SHAKEDOWN_HAVE_CUDA).
 #if SHAKEDOWN_HAVE_CUDA
 

@@ -11,6 +11,7 @@
 #include <span>
 #include <thread>
 
+#include "comm/mpi_comm.hpp"
 #include "core/error.hpp"
 #include "fp8/fp8.hpp"
 #include "fp8/tensor.hpp"
@@ -59,6 +60,7 @@ struct TrainStep::State {
   StepConfig config;
   GemmEngine& engine;
   Comm& tp;
+  MPI_Comm tp_mpi = MPI_COMM_NULL;  // tp's communicator, for the non-blocking dgrad reduction
   MPI_Comm dp;
   int dp_size = 1;
   int dp_rank = 0;
@@ -154,6 +156,45 @@ struct TrainStep::State {
     timed_tp(CollectiveKind::kReduceScatter, full.data(), mine.data(), mine.size());
     return mine;
   }
+  // A column-parallel dgrad's partial sums, reduced over TP without blocking (TE's async dgrad
+  // all-reduce, or reduce-scatter under SP): posted as soon as the dgrad is done, moved along
+  // during the wgrad that follows (progress()), and waited for after it (finish()), so the
+  // reduction overlaps the wgrad; only the wait counts as TP wait.
+  struct PartialReduction {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<float> shard;  // the result under SP
+  };
+  PartialReduction post_partial(std::vector<float>& dx) {
+    PartialReduction r;
+    if (tp.size() == 1) return r;
+    slow_down();
+    if (config.parallel.sequence_parallel) {
+      r.shard.resize(dx.size() / static_cast<std::size_t>(tp.size()));
+      SD_MPI_CHECK(MPI_Ireduce_scatter_block(dx.data(), r.shard.data(),
+                                             static_cast<int>(r.shard.size()), MPI_FLOAT, MPI_SUM,
+                                             tp_mpi, &r.request));
+    } else {
+      SD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, dx.data(), static_cast<int>(dx.size()), MPI_FLOAT,
+                                  MPI_SUM, tp_mpi, &r.request));
+    }
+    resume();
+    return r;
+  }
+  static void progress(PartialReduction& r) {
+    if (r.request == MPI_REQUEST_NULL) return;
+    int done = 0;
+    SD_MPI_CHECK(MPI_Test(&r.request, &done, MPI_STATUS_IGNORE));
+  }
+  void finish(PartialReduction& r, std::vector<float>& dx) {
+    if (tp.size() == 1) return;
+    slow_down();
+    const double t0 = steady_seconds();
+    SD_MPI_CHECK(MPI_Wait(&r.request, MPI_STATUS_IGNORE));
+    tp_wait += steady_seconds() - t0;
+    resume();
+    if (config.parallel.sequence_parallel) dx = std::move(r.shard);
+  }
+
   // Row-parallel output (partial sums): all-reduced, or reduce-scattered under SP.
   void reduce_partial(std::vector<float>& v) {
     if (config.parallel.sequence_parallel) {
@@ -283,6 +324,9 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI
     throw InternalError("TrainStep: the host step needs a host-memory TP group");
   }
   if (tp.size() != config.parallel.tp) throw InternalError("TrainStep: tp group size mismatch");
+  const auto* tp_mpi = dynamic_cast<const MpiComm*>(&tp);
+  if (tp_mpi == nullptr) throw InternalError("TrainStep: the TP group is not an MpiComm");
+  s.tp_mpi = tp_mpi->comm();
   s.dp_size = comm_size(dp);
   s.dp_rank = comm_rank(dp);
   s.linears = layer_linears(config.shape, config.parallel.tp);
@@ -456,18 +500,23 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
       const fp8::Fp8Tensor dyq = s.quantize(dy, T, lin.n, g, kGrad);
       std::vector<float> dx =
           s.gemm(dyq, s.weights_t[static_cast<std::size_t>(tensor)], GemmOut::kBF16);
+      // Column-parallel dgrad: partial sums over TP, all-reduced (reduce-scattered under SP)
+      // while the wgrad runs.
+      State::PartialReduction partial;
+      if (lin.column) partial = s.post_partial(dx);
       if (c.overlap) s.reducer->progress();
       // wgrad: dW [n, k] = dY^T X, fp32 into the gradient buffer (TE's main_grad).
       const fp8::Fp8Tensor dyt = s.quantize_t(dy, T, lin.n, g, kGrad);
+      State::progress(partial);
       const fp8::Fp8Tensor xt =
           s.quantize_t(in[static_cast<std::size_t>(j)], T, lin.k, s.slot(l, j, kInput), kInput);
+      State::progress(partial);
       const std::vector<float> dw = s.gemm(dyt, xt, GemmOut::kFP32);
       std::copy(dw.begin(), dw.end(),
                 s.grads.begin() + plan_.tensor_offset[static_cast<std::size_t>(tensor)]);
       s.tensor_done(tensor);
       if (lin.column) {
-        // Column-parallel dgrad: partial sums over TP, all-reduced (reduce-scattered under SP).
-        s.reduce_partial(dx);
+        s.finish(partial, dx);
         // Through the norm (its derivative left out) and the residual join.
         for (std::size_t i = 0; i < dx.size(); ++i) dx[i] += residual[i];
         residual = dx;

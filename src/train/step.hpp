@@ -10,7 +10,8 @@
 // fp32 SGEMMs per head, heads / tp per rank), proj (row-parallel) + TP all-reduce, FC1
 // (column-parallel), FC2 (row-parallel) + TP all-reduce. Backward in reverse: per Linear a
 // dgrad (dX = dY W) and a wgrad (dW = dY^T X) as TN FP8 GEMMs on transposed FP8 copies (E5M2
-// gradients under hybrid), the column-parallel dgrads all-reduced over TP; each wgrad lands in
+// gradients under hybrid), the column-parallel dgrads reduced over TP without blocking while
+// the wgrad runs (TE's async dgrad all-reduce); each wgrad lands in
 // the flat gradient buffer and a full bucket is handed to the DP reducer at once (overlap) or
 // everything is reduced after backward (no overlap). Then the amaxes are max-reduced over the
 // TP group, the scales updated, Adam runs on the fp32 master weights (on this rank's shard with

@@ -6,6 +6,8 @@
 //   hidden = 1 - exposed(overlap) / exposed(no overlap)
 // (the blocking path's time is all DP communication; the overlapped path's exposed part is what
 // backward did not cover).
+// The TP wait (blocked in TP collectives, forward and backward, the column-parallel dgrad's
+// reduction overlapped with the wgrad) is printed per mode too.
 //
 //   mpirun -n 4 bench_train_step [steps] [tp] [hidden] [layers] [seq_len] [bucket_mb] [zero]
 //
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
   const int world = comm_size(MPI_COMM_WORLD);
   const int rank = comm_rank(MPI_COMM_WORLD);
   if (world % tp != 0) {
-    if (rank == 0) std::fprintf(stderr, "bench_train_step: tp %d does not divide %d ranks\n", tp, world);
+    if (rank == 0)
+      std::fprintf(stderr, "bench_train_step: tp %d does not divide %d ranks\n", tp, world);
     return 2;
   }
   TrainConfig t;
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   TrainStep b(without, *engine, tp_group, dp_comm.get());
   a.run(0);  // warm-up
   b.run(0);
-  std::vector<double> step_a, step_b, exp_a, exp_b, span_a;
+  std::vector<double> step_a, step_b, exp_a, exp_b, span_a, tp_a, tp_b;
   for (int i = 1; i <= steps; ++i) {
     const StepTimes ta = a.run(i);
     const StepTimes tb = b.run(i);
@@ -81,18 +84,21 @@ int main(int argc, char** argv) {
     exp_a.push_back(world_max(ta.dp_exposed_s));
     exp_b.push_back(world_max(tb.dp_exposed_s));
     span_a.push_back(world_max(ta.dp_span_s));
+    tp_a.push_back(world_max(ta.tp_comm_s));
+    tp_b.push_back(world_max(tb.tp_comm_s));
   }
   if (rank == 0) {
-    std::printf("# train step: %d ranks, tp %d, dp %d, zero %d, hidden %lld, %d layers, seq %lld, "
-                "%zu buckets of <= %.2f MiB, %d steps (medians, slowest rank)\n",
-                world, tp, world / tp, c.parallel.zero, static_cast<long long>(t.hidden),
-                c.shape.layers, static_cast<long long>(c.seq_len), a.buckets().buckets.size(),
-                c.bucket_mb, steps);
-    std::printf("%-12s %10s %14s %14s\n", "mode", "step_ms", "dp_exposed_ms", "dp_span_ms");
-    std::printf("%-12s %10.2f %14.2f %14.2f\n", "overlap", median(step_a) * 1e3,
-                median(exp_a) * 1e3, median(span_a) * 1e3);
-    std::printf("%-12s %10.2f %14.2f %14s\n", "no overlap", median(step_b) * 1e3,
-                median(exp_b) * 1e3, "-");
+    std::printf(
+        "# train step: %d ranks, tp %d, dp %d, zero %d, hidden %lld, %d layers, seq %lld, "
+        "%zu buckets of <= %.2f MiB, %d steps (medians, slowest rank)\n",
+        world, tp, world / tp, c.parallel.zero, static_cast<long long>(t.hidden), c.shape.layers,
+        static_cast<long long>(c.seq_len), a.buckets().buckets.size(), c.bucket_mb, steps);
+    std::printf("%-12s %10s %14s %14s %11s\n", "mode", "step_ms", "dp_exposed_ms", "dp_span_ms",
+                "tp_wait_ms");
+    std::printf("%-12s %10.2f %14.2f %14.2f %11.2f\n", "overlap", median(step_a) * 1e3,
+                median(exp_a) * 1e3, median(span_a) * 1e3, median(tp_a) * 1e3);
+    std::printf("%-12s %10.2f %14.2f %14s %11.2f\n", "no overlap", median(step_b) * 1e3,
+                median(exp_b) * 1e3, "-", median(tp_b) * 1e3);
     const double hidden = median(exp_b) > 0 ? 1.0 - median(exp_a) / median(exp_b) : 0.0;
     std::printf("step overlap / no overlap = %.3f; DP communication hidden = %.0f%%\n",
                 median(step_a) / median(step_b), 100.0 * hidden);

@@ -69,6 +69,9 @@ class NcclComm : public Comm {
   void barrier() override;
   // Thread-safe: the watchdog's thread calls it while the main thread may be in a collective.
   void abort() override;
+  // Throws, naming this rank and GPU, when an operation in flight failed (a peer, the network);
+  // for callers that wait on streams of their own which depend on this communicator's.
+  void check_async() const;
   // A collective or barrier was enqueued and synchronize() has not seen it finish.
   bool in_flight() const override { return in_flight_.load(); }
 
@@ -96,7 +99,6 @@ class NcclComm : public Comm {
   void enqueue(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit, DType dtype,
                ReduceOp op, int root);
   void bind() const;          // makes device_ current for this thread (kernels launch there)
-  void check_async() const;   // throws when an operation in flight failed (peer, network)
   std::string where() const;  // "NCCL rank r/n on GPU d", for messages
 
   StreamHandle stream_;

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <thread>
 #include <utility>
@@ -87,6 +88,7 @@ struct DeviceTrainStep::State {
   cudaStream_t reduce = nullptr;     // the DP communicator's stream
   int dp_size = 1;
   int dp_rank = 0;
+  bool tp_active = false;  // the TP collectives run (tp > 1, or the tests' tp1_collectives)
   std::vector<LinearShape> linears;
   std::int64_t tokens = 0;  // T
   std::int64_t rows = 0;    // rows of the activations between blocks: T, or T / tp under SP
@@ -165,9 +167,38 @@ struct DeviceTrainStep::State {
   // ---- an injected slowdown (StepFault::slow_factor), as the host step: before each point
   // where others may wait for this rank, the compute since the last such point is stretched by
   // sleeping; the device is synchronised first so that compute is what the host measures.
+  // Waits for the compute stream (and with `all` the TP and DP streams too) by polling, checking
+  // both communicators for a failed peer meanwhile: every stream may wait on another's NCCL
+  // work, and cudaStreamSynchronize would wait forever for a peer that died.
+  void wait_streams(bool all) {
+    constexpr auto kCheckEvery = std::chrono::milliseconds(10);
+    auto next_check = std::chrono::steady_clock::now();
+    const auto idle = [](cudaStream_t stream) {
+      const cudaError_t rc = cudaStreamQuery(stream);
+      if (rc != cudaSuccess && rc != cudaErrorNotReady) {
+        detail::throw_cuda_error(rc, "cudaStreamQuery", __FILE__, __LINE__);
+      }
+      return rc == cudaSuccess;
+    };
+    for (;;) {
+      const bool done = idle(compute) && (!all || (idle(tp_stream) && idle(reduce)));
+      if (done || std::chrono::steady_clock::now() >= next_check) {
+        tp.check_async();
+        dp.check_async();
+        next_check = std::chrono::steady_clock::now() + kCheckEvery;
+      }
+      if (done) break;
+      std::this_thread::yield();
+    }
+    if (all) {  // idle now: these return at once and clear the communicators' in-flight marks
+      tp.synchronize();
+      dp.synchronize();
+    }
+  }
+
   void slow_down() {
     if (slow_factor <= 1.0) return;
-    SD_CUDA_CHECK(cudaStreamSynchronize(compute));
+    wait_streams(false);
     const double now = steady_seconds();
     std::this_thread::sleep_for(std::chrono::duration<double>((slow_factor - 1.0) * (now - mark)));
   }
@@ -199,7 +230,7 @@ struct DeviceTrainStep::State {
     tp_calls.push_back({&from, &end, part});
     // Under an injected slowdown the collective's wait is not compute to stretch: the host
     // step's collective blocks, so its compute resumes after it; here the device is waited for.
-    if (slow_factor > 1.0) tp.synchronize();
+    if (slow_factor > 1.0) wait_streams(false);
     resume();
   }
   void tp_run(CollectiveKind kind, const float* in, float* out, std::int64_t unit, ReduceOp op) {
@@ -209,7 +240,7 @@ struct DeviceTrainStep::State {
   // or under SP reduce-scattered to this rank's [rows, cols] (into `reduced`; then finish()
   // swaps it into `v`). Returns the end of the reduction, or null when tp is 1.
   Event* post_partial(cublaslt::DeviceMemory& v, std::int64_t cols) {
-    if (tp.size() == 1) return nullptr;
+    if (!tp_active) return nullptr;
     if (config.parallel.sequence_parallel) {
       return &post(CollectiveKind::kReduceScatter, f32(v), f32(reduced), rows * cols,
                    ReduceOp::kSum);
@@ -321,6 +352,7 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
   s.compute = s.compute_stream.get();
   s.tp_stream = static_cast<cudaStream_t>(tp.stream());
   s.reduce = static_cast<cudaStream_t>(dp.stream());
+  s.tp_active = tp.size() > 1 || config.tp1_collectives;
   s.dp_size = dp.size();
   s.dp_rank = dp.rank();
   s.linears = layer_linears(config.shape, config.parallel.tp);
@@ -498,14 +530,18 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
   s.bucket_end.assign(nb, nullptr);
   timings_.assign(nb, {});
   flops_ = rank_flops_per_step(config);
-  SD_CUDA_CHECK(cudaStreamSynchronize(s.compute));
-  tp.synchronize();
-  dp.synchronize();
+  s.wait_streams(true);
 }
 
 DeviceTrainStep::~DeviceTrainStep() {
-  // Nothing in flight may still use the buffers freed next.
+  // Nothing in flight may still use the buffers freed next. Left by an exception (a failed
+  // peer, the watchdog), NCCL kernels may wait forever: the communicators are aborted first,
+  // as they would be next when the phase's unwinding reaches them.
   if (s_) {
+    if (std::uncaught_exceptions() > 0) {
+      s_->tp.abort();
+      s_->dp.abort();
+    }
     (void)cudaStreamSynchronize(s_->compute);
     (void)cudaStreamSynchronize(s_->tp_stream);
     (void)cudaStreamSynchronize(s_->reduce);
@@ -581,7 +617,7 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
       return;
     }
     kernels::launch_rms_norm(f32(s.x), rows, m.hidden, f32(s.norm), cs);
-    if (s.tp.size() > 1) {
+    if (s.tp_active) {
       s.gather_rows(f32(s.norm), m.hidden, in);
     } else {
       SD_CUDA_CHECK(cudaMemcpyAsync(in, f32(s.norm),
@@ -640,7 +676,7 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
       const auto t = static_cast<std::size_t>(tensor);
       const int g = s.slot(l, j, kGrad);
       // Under SP a row-parallel Linear's output gradient arrives as this rank's rows: gathered.
-      if (sp && !lin.column && s.tp.size() > 1) {
+      if (sp && !lin.column && s.tp_active) {
         s.gather_rows(f32(s.dy), lin.n, f32(s.spare));
         std::swap(s.dy, s.spare);
       }
@@ -707,15 +743,17 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
   if (fault.flip_gradient_bit && !zero) {
     kernels::launch_flip_largest(f32(s.grads), plan_.total_padded, 22, cs);
   }
-  if (s.tp.size() > 1) {
+  if (s.tp_active) {
     s.tp_run(CollectiveKind::kAllReduce, f32(s.amax), f32(s.amax),
              static_cast<std::int64_t>(s.scaling.size()), ReduceOp::kMax);
   }
   if (!c.current_scaling) {
+    // The reduced amaxes, once the compute stream has them (a copy into pageable memory would
+    // block the host inside CUDA, without the failed-peer checks of the wait).
+    s.wait_streams(false);
     std::vector<float> step_amax(s.scaling.size());
     SD_CUDA_CHECK(cudaMemcpyAsync(step_amax.data(), s.amax.get(), s.amax.bytes(),
                                   cudaMemcpyDeviceToHost, cs));
-    s.tp.synchronize();  // fails, naming the peer, if the amax reduction cannot finish
     SD_CUDA_CHECK(cudaStreamSynchronize(cs));
     for (std::size_t i = 0; i < s.scaling.size(); ++i) {
       fp8::record_amax(s.scaling[i], step_amax[i]);
@@ -758,11 +796,7 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
   }
   State::Event& ev_end = s.events.next();
   ev_end.record(cs);
-  // The communicators first: their waits poll NCCL for a failed peer; then the compute stream,
-  // whose last waits were on them.
-  s.tp.synchronize();
-  s.dp.synchronize();
-  SD_CUDA_CHECK(cudaStreamSynchronize(cs));
+  s.wait_streams(true);
 
   StepTimes times;
   double tp_part[3] = {0, 0, 0};

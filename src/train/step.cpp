@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <thread>
+#include <utility>
 
 #include "comm/mpi_comm.hpp"
 #include "core/error.hpp"
@@ -160,13 +162,38 @@ struct TrainStep::State {
   // all-reduce, or reduce-scatter under SP): posted as soon as the dgrad is done, moved along
   // during the wgrad that follows (progress()), and waited for after it (finish()), so the
   // reduction overlaps the wgrad; only the wait counts as TP wait.
+  // Owns the request: one still in flight when it dies (an exception between post and finish)
+  // is waited for, so MPI never writes into the freed buffers (declared after dx, it dies
+  // before it).
   struct PartialReduction {
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<float> shard;  // the result under SP
+    PartialReduction() = default;
+    PartialReduction(const PartialReduction&) = delete;
+    PartialReduction& operator=(const PartialReduction&) = delete;
+    PartialReduction(PartialReduction&& other) noexcept
+        : request(std::exchange(other.request, MPI_REQUEST_NULL)), shard(std::move(other.shard)) {}
+    PartialReduction& operator=(PartialReduction&& other) noexcept {
+      if (this != &other) {
+        wait();
+        request = std::exchange(other.request, MPI_REQUEST_NULL);
+        shard = std::move(other.shard);  // a vector's move keeps its storage: MPI's target
+      }
+      return *this;
+    }
+    ~PartialReduction() { wait(); }
+    void wait() noexcept {
+      if (request != MPI_REQUEST_NULL) (void)MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
   };
   PartialReduction post_partial(std::vector<float>& dx) {
     PartialReduction r;
     if (tp.size() == 1) return r;
+    if (dx.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw UsageError("train: " + std::to_string(dx.size()) +
+                       " dgrad elements per rank are more than one MPI call can reduce (2^31 - "
+                       "1); use a shorter seq_len or micro_batch, or a larger tp");
+    }
     slow_down();
     if (config.parallel.sequence_parallel) {
       r.shard.resize(dx.size() / static_cast<std::size_t>(tp.size()));

@@ -58,13 +58,17 @@ struct StepConfig {
   double bucket_mb = 25;
   double first_bucket_mb = 1;  // DDP's first bucket (kDefaultFirstBucketBytes)
   std::uint64_t seed = 1;
+  // Tests only, device step: run the TP collectives through a 1-rank group too (they are
+  // skipped at tp 1), so one GPU exercises their streams and events; no result changes.
+  bool tp1_collectives = false;
 };
 
 struct StepTimes {
   double step_s = 0;
   double fwd_s = 0;           // forward compute (GEMMs, attention, quantisation), no TP waits
   double bwd_s = 0;           // backward compute, likewise
-  double tp_comm_s = 0;       // blocked in TP collectives, forward and backward
+  double tp_comm_s = 0;       // blocked in TP collectives: forward, backward and the
+                              // optimizer's amax reduction (which optim_s includes too)
   double dp_exposed_s = 0;    // blocked waiting for DP reductions after backward
   double dp_span_s = 0;       // first DP bucket posted to last completed
   double optim_s = 0;         // amax reduction, scale update, Adam, parameter all-gather

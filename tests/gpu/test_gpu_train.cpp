@@ -358,7 +358,9 @@ TEST(GpuTrain, StepsFollowTheHostStep) {
 TEST(GpuTrain, StepsStayFiniteAndTimed) {
   Gpu g;
   if (const std::string why = open_gpu(g); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  DeviceTrainStep step(gpu_config(true), *g.tp, *g.dp);
+  StepConfig c = gpu_config(true);
+  c.tp1_collectives = true;  // the TP waits' accounting runs too
+  DeviceTrainStep step(c, *g.tp, *g.dp);
   EXPECT_GT(step.buckets().buckets.size(), 2u);
   for (int i = 0; i < 20; ++i) {
     const train::StepTimes t = step.run(i, {});
@@ -366,7 +368,8 @@ TEST(GpuTrain, StepsStayFiniteAndTimed) {
     EXPECT_GT(t.fwd_s, 0);
     EXPECT_GT(t.bwd_s, 0);
     EXPECT_GE(t.dp_exposed_s, 0);
-    EXPECT_LE(t.fwd_s + t.bwd_s, t.step_s * 1.0001);
+    EXPECT_GT(t.tp_comm_s, 0);
+    EXPECT_LE(t.fwd_s + t.bwd_s + t.tp_comm_s, t.step_s * 1.0001);
     EXPECT_LT(step.zero_gradient_share(), 0.01) << "step " << i;
     for (const train::BucketTiming& b : step.bucket_timings()) EXPECT_LE(b.start_s, b.end_s);
     if (i == 19) {
@@ -406,6 +409,19 @@ TEST(GpuTrain, InstancesAndModesAgreeBitForBit) {
   const std::vector<float> zero = after_steps(gpu_config(true, 1, true), 3);
   EXPECT_EQ(0, std::memcmp(a.data(), zero.data(), a.size() * sizeof(float)))
       << "zero 1 differs from zero 0";
+  // The TP collectives' streams and events (the overlapped dgrad reduction among them), through
+  // a 1-rank group: sums of one rank, so no bit may change, with and without sequence
+  // parallelism.
+  for (bool sp : {false, true}) {
+    StepConfig plain = gpu_config(true), through = gpu_config(true);
+    plain.parallel.sequence_parallel = sp;
+    through.parallel.sequence_parallel = sp;
+    through.tp1_collectives = true;
+    const std::vector<float> p = after_steps(plain, 3), t = after_steps(through, 3);
+    ASSERT_EQ(p.size(), t.size());
+    EXPECT_EQ(0, std::memcmp(p.data(), t.data(), p.size() * sizeof(float)))
+        << "the TP collectives of a 1-rank group changed the weights (sp " << sp << ")";
+  }
   for (int zero_mode : {0, 1}) {
     const std::vector<float> flipped = after_steps(gpu_config(true, zero_mode), 3, true);
     EXPECT_NE(0, std::memcmp(a.data(), flipped.data(), a.size() * sizeof(float)))

@@ -183,6 +183,9 @@ if [[ -f "$bundle/bundle.tar.gz" ]]; then
     bench_skip="the bundle has no bench_gemm_gpu (built before it existed): rebuild it"
   fi
   phase_skip="bundle mode: no shakedown CLI or MPI launcher here"
+  # Nor Open MPI's components (the bundle has libmpi, not the plugins it loads): the GPU test
+  # that needs the host training step (MPI) skips, saying so.
+  export SHAKEDOWN_GPU_TESTS_NO_MPI="the bundle carries no Open MPI installation"
 else
   need_time 60 "installing dependencies"
   # apt on a machine without network can wait minutes per mirror: bounded.

@@ -1,12 +1,12 @@
 // GPU tests of the device-resident training step (train/device_step.hpp) on one GPU, tp = dp = 1:
-// its weights start bit for bit as the host step's (train/step.hpp, the reference); over three
-// steps (delayed and current scaling, GeLU and SwiGLU, sequence parallelism) every tensor's
-// gradient stays within 20% of the host's and the delayed scales agree, so a transposed operand,
-// a wrong scale or a lost alpha shows; steps keep scales finite and gradients flowing; two
-// instances agree bit for bit (what the replica check relies on); overlap on or off and zero 0
-// or 1 change no bit; an injected flip changes the weights. Each kernel is checked against the
-// host formula on its own.
-// Without a GPU every test skips, saying why.
+// each kernel against the host formula on its own; steps keep scales finite and gradients
+// flowing; two instances agree bit for bit (what the replica check relies on), and overlap on or
+// off, zero 0 or 1 and the TP collectives through a 1-rank group change no bit; an injected flip
+// changes the weights. Last in this file (it starts MPI for the host step), the comparison with
+// the host step (train/step.hpp, the reference): the weights start bit for bit alike, and over
+// three steps (delayed and current scaling, GeLU and SwiGLU, sequence parallelism) every
+// tensor's gradient stays within 20% of the host's and the delayed scales agree, so a transposed
+// operand, a wrong scale or a lost alpha shows. Without a GPU every test skips, saying why.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -49,27 +50,27 @@ using train::DeviceTrainStep;
 using train::StepConfig;
 using train::TrainStep;
 
-// The host step's DP group is MPI_COMM_SELF: MPI is started once for this binary (no mpirun).
-class MpiSelf : public ::testing::Environment {
- public:
-  void SetUp() override {
-    int started = 0;
-    MPI_Initialized(&started);
-    if (!started) {
-      MPI_Init(nullptr, nullptr);
-      ours_ = true;
-    }
+// The host step's groups are MPI_COMM_SELF: MPI is started here, once, as a singleton (no
+// mpirun; isolated, so no Open MPI daemon is needed), by the one test that runs the host step,
+// the last of this file, so that the file's other tests have run before MPI starts. "" when MPI
+// runs, else why not (then that test skips: device-check.sh's bundle mode carries no Open MPI).
+std::string start_mpi() {
+  if (const char* why = std::getenv("SHAKEDOWN_GPU_TESTS_NO_MPI"); why != nullptr && *why) {
+    return why;
   }
-  void TearDown() override {
-    int ended = 0;
-    MPI_Finalized(&ended);
-    if (ours_ && !ended) MPI_Finalize();
+  int started = 0;
+  MPI_Initialized(&started);
+  if (!started) {
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS) return "MPI_Init failed";
+    std::atexit([] {
+      int ended = 0;
+      MPI_Finalized(&ended);
+      if (!ended) MPI_Finalize();
+    });
   }
-
- private:
-  bool ours_ = false;
-};
-const auto* const kMpi = ::testing::AddGlobalTestEnvironment(new MpiSelf);
+  return "";
+}
 
 StepConfig gpu_config(bool swiglu, int zero = 0, bool overlap = true) {
   TrainConfig t;
@@ -282,79 +283,6 @@ struct Variant {
   bool swiglu, current, sp;
 };
 
-// Three steps of both, from the same weights and batches: every tensor's gradient within 20% of
-// the host's (the FP8 operands are mostly the same codes at the same scales; what differs is the
-// accumulation order and core attention in bf16, which moves some E5M2 gradient codes by one:
-// a few percent expected), Adam's first update in the
-// same direction, and the delayed scales the same to 10%. A transposed operand, a scale taken
-// from the wrong slot or an alpha left out is off by far more.
-TEST(GpuTrain, StepsFollowTheHostStep) {
-  for (const Variant v :
-       {Variant{"gelu", false, false, false}, Variant{"swiglu", true, false, false},
-        Variant{"swiglu, current scaling", true, true, false},
-        Variant{"gelu, sequence parallel", false, false, true}}) {
-    SCOPED_TRACE(v.name);
-    Gpu g;
-    if (const std::string why = open_gpu(g); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-    StepConfig c = gpu_config(v.swiglu);
-    c.current_scaling = v.current;
-    c.parallel.sequence_parallel = v.sp;
-    DeviceTrainStep dev(c, *g.tp, *g.dp);
-    MpiComm tp(MPI_COMM_SELF);
-    auto engine = make_cpu_gemm_engine(2);
-    TrainStep host(c, *engine, tp, MPI_COMM_SELF);
-    const auto linears = train::layer_linears(c.shape, 1);
-    const auto elements = [&](int t) {
-      return linears[static_cast<std::size_t>(t % 4)].n *
-             linears[static_cast<std::size_t>(t % 4)].k;
-    };
-    const std::vector<float> dev0 = dev.master_weights(), host0 = host.master_weights();
-    for (int t = 0; t < c.shape.layers * 4; ++t) {
-      const auto d0 = tensor(dev, dev0, t, elements(t)), h0 = tensor(host, host0, t, elements(t));
-      ASSERT_EQ(0, std::memcmp(d0.data(), h0.data(), d0.size() * sizeof(float)))
-          << "tensor " << t << ": the device fill differs from the host's";
-    }
-    for (int step = 1; step <= 3; ++step) {
-      (void)dev.run(step, {});
-      (void)host.run(step);
-      const std::vector<float> dg = dev.gradients(), hg = host.gradients();
-      const std::vector<float> dm = dev.master_weights(), hm = host.master_weights();
-      for (int t = 0; t < c.shape.layers * 4; ++t) {
-        const std::int64_t n = elements(t);
-        const double d = distance(tensor(dev, dg, t, n), tensor(host, hg, t, n));
-        std::cout << v.name << " step " << step << " tensor " << t
-                  << ": gradient off the host's by " << d * 100 << "%";
-        EXPECT_LT(d, 0.2) << "step " << step << " tensor " << t;
-        if (step == 1) {
-          // Adam's first step moves a weight by about lr = 1e-4 against its gradient's sign.
-          const auto d0 = tensor(dev, dev0, t, n), d1 = tensor(dev, dm, t, n);
-          const auto h0 = tensor(host, host0, t, n), h1 = tensor(host, hm, t, n);
-          std::int64_t moved = 0, agree = 0;
-          for (std::size_t i = 0; i < d0.size(); ++i) {
-            const float dd = d1[i] - d0[i], dh = h1[i] - h0[i];
-            if (std::fabs(dd) < 5e-5f || std::fabs(dh) < 5e-5f) continue;
-            ++moved;
-            agree += (dd > 0) == (dh > 0) ? 1 : 0;
-          }
-          const double share =
-              moved > 0 ? static_cast<double>(agree) / static_cast<double>(moved) : 0;
-          std::cout << ", first update's sign agrees on " << share * 100 << "% of " << moved;
-          EXPECT_GT(moved, n / 2) << "tensor " << t;
-          EXPECT_GT(share, 0.9) << "tensor " << t;
-        }
-        std::cout << "\n";
-      }
-    }
-    if (!v.current) {  // the host keeps no current scales
-      const std::vector<float> ds = dev.scales(), hs = host.scales();
-      ASSERT_EQ(ds.size(), hs.size());
-      for (std::size_t i = 0; i < ds.size(); ++i) {
-        EXPECT_NEAR(ds[i], hs[i], 0.1f * hs[i]) << "scale of slot " << i;
-      }
-    }
-  }
-}
-
 TEST(GpuTrain, StepsStayFiniteAndTimed) {
   Gpu g;
   if (const std::string why = open_gpu(g); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
@@ -426,6 +354,82 @@ TEST(GpuTrain, InstancesAndModesAgreeBitForBit) {
     const std::vector<float> flipped = after_steps(gpu_config(true, zero_mode), 3, true);
     EXPECT_NE(0, std::memcmp(a.data(), flipped.data(), a.size() * sizeof(float)))
         << "the injected flip changed nothing (zero " << zero_mode << ")";
+  }
+}
+
+// Three steps of both, from the same weights and batches: every tensor's gradient within 20% of
+// the host's (the FP8 operands are mostly the same codes at the same scales; what differs is the
+// accumulation order and core attention in bf16, which moves some E5M2 gradient codes by one:
+// a few percent expected), Adam's first update in the
+// same direction, and the delayed scales the same to 10%. A transposed operand, a scale taken
+// from the wrong slot or an alpha left out is off by far more.
+TEST(GpuTrain, StepsFollowTheHostStep) {
+  for (const Variant v :
+       {Variant{"gelu", false, false, false}, Variant{"swiglu", true, false, false},
+        Variant{"swiglu, current scaling", true, true, false},
+        Variant{"gelu, sequence parallel", false, false, true}}) {
+    SCOPED_TRACE(v.name);
+    Gpu g;
+    if (const std::string why = open_gpu(g); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+    if (const std::string why = start_mpi(); !why.empty()) {
+      GTEST_SKIP() << "no MPI for the host step: " << why;
+    }
+    StepConfig c = gpu_config(v.swiglu);
+    c.current_scaling = v.current;
+    c.parallel.sequence_parallel = v.sp;
+    DeviceTrainStep dev(c, *g.tp, *g.dp);
+    MpiComm tp(MPI_COMM_SELF);
+    auto engine = make_cpu_gemm_engine(2);
+    TrainStep host(c, *engine, tp, MPI_COMM_SELF);
+    const auto linears = train::layer_linears(c.shape, 1);
+    const auto elements = [&](int t) {
+      return linears[static_cast<std::size_t>(t % 4)].n *
+             linears[static_cast<std::size_t>(t % 4)].k;
+    };
+    const std::vector<float> dev0 = dev.master_weights(), host0 = host.master_weights();
+    for (int t = 0; t < c.shape.layers * 4; ++t) {
+      const auto d0 = tensor(dev, dev0, t, elements(t)), h0 = tensor(host, host0, t, elements(t));
+      ASSERT_EQ(0, std::memcmp(d0.data(), h0.data(), d0.size() * sizeof(float)))
+          << "tensor " << t << ": the device fill differs from the host's";
+    }
+    for (int step = 1; step <= 3; ++step) {
+      (void)dev.run(step, {});
+      (void)host.run(step);
+      const std::vector<float> dg = dev.gradients(), hg = host.gradients();
+      const std::vector<float> dm = dev.master_weights(), hm = host.master_weights();
+      for (int t = 0; t < c.shape.layers * 4; ++t) {
+        const std::int64_t n = elements(t);
+        const double d = distance(tensor(dev, dg, t, n), tensor(host, hg, t, n));
+        std::cout << v.name << " step " << step << " tensor " << t
+                  << ": gradient off the host's by " << d * 100 << "%";
+        EXPECT_LT(d, 0.2) << "step " << step << " tensor " << t;
+        if (step == 1) {
+          // Adam's first step moves a weight by about lr = 1e-4 against its gradient's sign.
+          const auto d0 = tensor(dev, dev0, t, n), d1 = tensor(dev, dm, t, n);
+          const auto h0 = tensor(host, host0, t, n), h1 = tensor(host, hm, t, n);
+          std::int64_t moved = 0, agree = 0;
+          for (std::size_t i = 0; i < d0.size(); ++i) {
+            const float dd = d1[i] - d0[i], dh = h1[i] - h0[i];
+            if (std::fabs(dd) < 5e-5f || std::fabs(dh) < 5e-5f) continue;
+            ++moved;
+            agree += (dd > 0) == (dh > 0) ? 1 : 0;
+          }
+          const double share =
+              moved > 0 ? static_cast<double>(agree) / static_cast<double>(moved) : 0;
+          std::cout << ", first update's sign agrees on " << share * 100 << "% of " << moved;
+          EXPECT_GT(moved, n / 2) << "tensor " << t;
+          EXPECT_GT(share, 0.9) << "tensor " << t;
+        }
+        std::cout << "\n";
+      }
+    }
+    if (!v.current) {  // the host keeps no current scales
+      const std::vector<float> ds = dev.scales(), hs = host.scales();
+      ASSERT_EQ(ds.size(), hs.size());
+      for (std::size_t i = 0; i < ds.size(); ++i) {
+        EXPECT_NEAR(ds[i], hs[i], 0.1f * hs[i]) << "scale of slot " << i;
+      }
+    }
   }
 }
 

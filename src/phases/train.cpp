@@ -184,7 +184,7 @@ void run_train(PhaseEnv& env) {
   std::unique_ptr<NcclComm> nccl_world, nccl_tp, nccl_dp;
   Watchdog::AbortRegistration abort_nccl;
 #endif
-  std::unique_ptr<Comm> tp_host;
+  std::unique_ptr<MpiComm> tp_host;
   std::unique_ptr<GemmEngine> engine;
   std::unique_ptr<train::Step> step;
   if (on_gpu) {

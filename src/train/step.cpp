@@ -13,7 +13,6 @@
 #include <thread>
 #include <utility>
 
-#include "comm/mpi_comm.hpp"
 #include "core/error.hpp"
 #include "fp8/fp8.hpp"
 #include "fp8/tensor.hpp"
@@ -61,8 +60,7 @@ std::vector<float> transpose(std::span<const float> v, std::int64_t rows, std::i
 struct TrainStep::State {
   StepConfig config;
   GemmEngine& engine;
-  Comm& tp;
-  MPI_Comm tp_mpi = MPI_COMM_NULL;  // tp's communicator, for the non-blocking dgrad reduction
+  MpiComm& tp;
   MPI_Comm dp;
   int dp_size = 1;
   int dp_rank = 0;
@@ -85,7 +83,7 @@ struct TrainStep::State {
   double mark = 0;           // steady clock: compute began here (slow_down)
   int adam_step = 0;
 
-  State(const StepConfig& c, GemmEngine& e, Comm& t, MPI_Comm d)
+  State(const StepConfig& c, GemmEngine& e, MpiComm& t, MPI_Comm d)
       : config(c), engine(e), tp(t), dp(d) {}
 
   int slot(int layer, int linear, Role role) const { return scaling_slot(layer, linear, role); }
@@ -199,10 +197,10 @@ struct TrainStep::State {
       r.shard.resize(dx.size() / static_cast<std::size_t>(tp.size()));
       SD_MPI_CHECK(MPI_Ireduce_scatter_block(dx.data(), r.shard.data(),
                                              static_cast<int>(r.shard.size()), MPI_FLOAT, MPI_SUM,
-                                             tp_mpi, &r.request));
+                                             tp.comm(), &r.request));
     } else {
       SD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, dx.data(), static_cast<int>(dx.size()), MPI_FLOAT,
-                                  MPI_SUM, tp_mpi, &r.request));
+                                  MPI_SUM, tp.comm(), &r.request));
     }
     resume();
     return r;
@@ -343,17 +341,11 @@ double rank_flops_per_step(const StepConfig& config) {
   return 3.0 * (linear + attention) * config.shape.layers;
 }
 
-TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp)
+TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, MpiComm& tp, MPI_Comm dp)
     : s_(std::make_unique<State>(config, engine, tp, dp)) {
   State& s = *s_;
   check_step(config);
-  if (tp.memory() != MemoryKind::kHost) {
-    throw InternalError("TrainStep: the host step needs a host-memory TP group");
-  }
   if (tp.size() != config.parallel.tp) throw InternalError("TrainStep: tp group size mismatch");
-  const auto* tp_mpi = dynamic_cast<const MpiComm*>(&tp);
-  if (tp_mpi == nullptr) throw InternalError("TrainStep: the TP group is not an MpiComm");
-  s.tp_mpi = tp_mpi->comm();
   s.dp_size = comm_size(dp);
   s.dp_rank = comm_rank(dp);
   s.linears = layer_linears(config.shape, config.parallel.tp);

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/comm.hpp"
+#include "comm/mpi_comm.hpp"
 #include "fp8/scaling.hpp"
 #include "gemm/engine.hpp"
 #include "train/buckets.hpp"
@@ -133,10 +133,9 @@ AttentionGeometry attention_geometry(const StepConfig& config);
 
 class TrainStep : public Step {
  public:
-  // tp: the tensor-parallel group (a Comm over host memory); dp: the data-parallel group.
-  // UsageError for what this backend cannot run (a non-host Comm; SP with tp not dividing the
-  // tokens).
-  TrainStep(const StepConfig& config, GemmEngine& engine, Comm& tp, MPI_Comm dp);
+  // tp: the tensor-parallel group; dp: the data-parallel group. UsageError when SP is asked
+  // and tp does not divide the tokens.
+  TrainStep(const StepConfig& config, GemmEngine& engine, MpiComm& tp, MPI_Comm dp);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;

@@ -3,6 +3,7 @@
 // communicator) and NcclComm (device memory, own stream). The collectives phase is written once
 // against this interface; the backend is chosen once.
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -84,5 +85,16 @@ class Comm {
   // Flips one element of `output` (for --inject corrupt): the verify that follows must see it.
   virtual void corrupt(Buffer& output, std::uint64_t index, DType dtype) = 0;
 };
+
+// Aborts every communicator of `comms` (null entries skipped), those with a collective in flight
+// first: aborting an idle one frees device memory, which waits behind the hung kernel. For a
+// watchdog timeout.
+inline void abort_busy_first(std::initializer_list<Comm*> comms) {
+  for (bool busy : {true, false}) {
+    for (Comm* c : comms) {
+      if (c != nullptr && c->in_flight() == busy) c->abort();
+    }
+  }
+}
 
 }  // namespace shakedown

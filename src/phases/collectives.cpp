@@ -654,14 +654,7 @@ void run_collectives(PhaseEnv& env) {
   Watchdog::AbortRegistration abort_nccl;
   if (backend == "nccl") {
     abort_nccl = env.watchdog.on_abort([&b] {
-      // The communicator with a collective in flight first: aborting an idle one frees device
-      // memory, which waits behind the hung kernel.
-      const std::vector<Comm*> comms = {b.rail.get(), b.node.get(), b.world.get()};
-      for (bool busy : {true, false}) {
-        for (Comm* c : comms) {
-          if (c != nullptr && c->in_flight() == busy) c->abort();
-        }
-      }
+      abort_busy_first({b.rail.get(), b.node.get(), b.world.get()});
     });
   }
   const std::vector<std::uint64_t>& sizes =

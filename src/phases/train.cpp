@@ -10,7 +10,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <initializer_list>
 #include <sstream>
 
 #include "comm/mpi_comm.hpp"
@@ -195,12 +194,7 @@ void run_train(PhaseEnv& env) {
     nccl_tp = nccl_world->split(tp_group_index(ctx, tp), ctx.local_rank());
     nccl_dp = nccl_world->split(ctx.local_rank() % tp, tp_group_index(ctx, tp));
     abort_nccl = env.watchdog.on_abort([&] {
-      for (bool busy : {true, false}) {
-        for (Comm* c :
-             std::initializer_list<Comm*>{nccl_dp.get(), nccl_tp.get(), nccl_world.get()}) {
-          if (c != nullptr && c->in_flight() == busy) c->abort();
-        }
-      }
+      abort_busy_first({nccl_dp.get(), nccl_tp.get(), nccl_world.get()});
     });
     env.watchdog.step("train: allocate");
     step = agreed(ctx.world(), [&]() -> std::unique_ptr<train::Step> {

@@ -711,15 +711,12 @@ void coverage(const std::vector<NodeView>& nodes, std::vector<Finding>& out) {
     for (const auto& [key, who] : unknown) {
       parts.push_back(key + " on " + (who.size() == nodes.size() ? "every node" : join(who, ", ")));
     }
-    const std::size_t shown = std::min<std::size_t>(parts.size(), 6);
     f.message = std::to_string(read) + " of " + std::to_string(facts) + " facts read on " +
                 plural(nodes.size(), "node") +
-                (parts.empty()
-                     ? std::string()
-                     : "; unknown: " +
-                           join(std::vector<std::string>(parts.begin(), parts.begin() + static_cast<long>(shown)), "; ") +
-                           (parts.size() > shown ? "; and " + std::to_string(parts.size() - shown) + " more" : "") +
-                           " (shakedown summary --detail lists every fact and where it was read)");
+                (parts.empty() ? std::string()
+                               : "; unknown: " + join_limited(parts, "; ", 6) +
+                                     " (shakedown summary --detail lists every fact and where it "
+                                     "was read)");
   }
   out.push_back(std::move(f));
 }

@@ -454,9 +454,9 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
         f.host = facts.host_of_node(f.node);
         f.subject = facts.node_name(f.node);
       }
-      f.message = f.subject + " busbw " + general_text(t.worst_value, 3) + " GB/s vs median of " +
-                  peers_name + " " + general_text(t.worst_median, 3) + " GB/s (" + t.worst_text +
-                  "); " + f.evidence + (facts.oversubscribed ? " (ranks share cores: noisy)" : "");
+      f.message = f.subject + " busbw " + gbps_text(t.worst_value) + " vs median of " + peers_name +
+                  " " + gbps_text(t.worst_median) + " (" + t.worst_text + "); " + f.evidence +
+                  (facts.oversubscribed ? " (ranks share cores: noisy)" : "");
       out.push_back(f);
     }
   };
@@ -585,8 +585,7 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
         const double ratio = got / *want;
         if (lowest_text.empty() || ratio < lowest) {
           lowest = ratio;
-          lowest_text =
-              sweep_name(s) + " " + general_text(got, 3) + " GB/s at " + format_size(bytes);
+          lowest_text = sweep_name(s) + " " + gbps_text(got) + " at " + format_size(bytes);
         }
         const std::string family = s.scope + " " + s.op;
         best_of_family[family] = std::max(best_of_family[family], ratio);

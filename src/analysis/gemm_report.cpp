@@ -68,7 +68,7 @@ ShapeData read_shape(const RunFile& f, const std::string& name) {
   s.a_format = f.attr_string(path, schema::gemm::kAttrAFormat);
   s.b_format = f.attr_string(path, schema::gemm::kAttrBFormat);
   s.out_dtype = f.attr_string(path, schema::gemm::kAttrOutDtype);
-  s.measured = f.attr_int64(path, schema::gemm::kAttrSkipped) == 0;
+  s.measured = f.attr_int64(path, schema::gemm::kAttrSkipped) == schema::kSkipMeasured;
   if (f.has_attr(path, schema::gemm::kAttrFlop))
     s.flop = f.attr_double(path, schema::gemm::kAttrFlop);
   if (!s.measured) {

@@ -13,6 +13,10 @@ inline std::string fixed_text(double v, int decimals) {
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
+// A count or a reading shown whole ("3", "540"; "-" for NaN).
+inline std::string whole_text(double v) {
+  return fixed_text(v, 0);
+}
 
 // printf %.<digits>g, or "-" for NaN.
 inline std::string general_text(double v, int digits) {

@@ -9,6 +9,7 @@
 
 #include "analysis/checks.hpp"
 #include "analysis/collectives_data.hpp"
+#include "analysis/number_text.hpp"
 #include "core/strings.hpp"
 #include "record/schema.hpp"
 #include "telemetry/xid.hpp"
@@ -123,12 +124,6 @@ Finding node_finding(const RunFacts& facts, const TelemetryNode& n, std::string 
   return f;
 }
 
-std::string integer_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
-
 // The OR of a bit-mask channel over the decimated windows inside (start, end].
 unsigned long long bits_in(const TelemetryNode& n, std::size_t c, double start, double end) {
   unsigned long long bits = 0;
@@ -166,16 +161,16 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
       if (unc >= 0) {
         const auto c = static_cast<std::size_t>(unc);
         if (std::isfinite(n.base[c]) && n.base[c] > 0) {
-          what.push_back(integer_text(n.base[c]) + " uncorrected ECC error(s) before the run");
+          what.push_back(whole_text(n.base[c]) + " uncorrected ECC error(s) before the run");
         }
         for (const auto& [p, more] : growth(n, c)) {
-          what.push_back(integer_text(more) + " uncorrected ECC error(s) during " + n.phases[p]);
+          what.push_back(whole_text(more) + " uncorrected ECC error(s) during " + n.phases[p]);
         }
       }
       const int rows = n.channel(g, tg::kRemappedUncorrectable);
       if (rows >= 0) {
         for (const auto& [p, more] : growth(n, static_cast<std::size_t>(rows))) {
-          what.push_back(integer_text(more) + " row(s) remapped for uncorrectable errors during " +
+          what.push_back(whole_text(more) + " row(s) remapped for uncorrectable errors during " +
                          n.phases[p]);
         }
       }
@@ -204,8 +199,8 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
           const double code =
               last >= 0 ? n.stat(p, static_cast<std::size_t>(last), kMax) : std::nan("");
           const std::string text =
-              integer_text(more) + " Xid error(s) during " + n.phases[p] +
-              (std::isfinite(code) ? " (last: Xid " + integer_text(code) + ")" : "");
+              whole_text(more) + " Xid error(s) during " + n.phases[p] +
+              (std::isfinite(code) ? " (last: Xid " + whole_text(code) + ")" : "");
           (std::isfinite(code) && telemetry::xid_from_application(static_cast<int>(code)) ? app_xids
                                                                                           : what)
               .push_back(text);
@@ -251,10 +246,10 @@ void link_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<
       if (!telemetry::is_link_error(ch.signal)) continue;
       if (counted.insert(ch.device).second) ++ports;
       for (const auto& [p, more] : growth(n, c)) {
-        found.push_back(node_finding(
-            facts, n, "telemetry.links", CheckStatus::kFail,
-            "InfiniBand port " + ch.device + ": " + ch.signal + " grew by " + integer_text(more) +
-                " during " + n.phases[p] + ": check the cable, transceiver and switch port"));
+        found.push_back(node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
+                                     "InfiniBand port " + ch.device + ": " + ch.signal +
+                                         " grew by " + whole_text(more) + " during " + n.phases[p] +
+                                         ": check the cable, transceiver and switch port"));
       }
     }
     // NVLink: a GPU with fewer links up than the node's best, or fewer than at its own start.
@@ -280,9 +275,9 @@ void link_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<
       ++nvlink_gpus;
       if (low < node_best) {
         found.push_back(node_finding(facts, n, "telemetry.links", CheckStatus::kFail,
-                                     gpu_name(n, g, facts) + ": " + integer_text(low) +
+                                     gpu_name(n, g, facts) + ": " + whole_text(low) +
                                          " NVLink link(s) up, the node's others " +
-                                         integer_text(node_best) +
+                                         whole_text(node_best) +
                                          (high > low ? " (links went down during the run)" : "") +
                                          ": the GPU or its NVSwitch connection needs service"));
       }
@@ -323,9 +318,9 @@ void pcie_checks(const TelemetryFindings& t, const RunFacts& facts, std::vector<
         if (!slow_gen && !narrow) continue;
         found.push_back(node_finding(
             facts, n, "telemetry.pcie", CheckStatus::kFail,
-            gpu_name(n, g, facts) + ": PCIe link at most Gen" + integer_text(at(gen, kMax)) + " x" +
-                integer_text(at(width, kMax)) + " of Gen" + integer_text(at(max_gen, kMax)) + " x" +
-                integer_text(at(max_width, kMax)) + " while " + integer_text(at(util, kMedian)) +
+            gpu_name(n, g, facts) + ": PCIe link at most Gen" + whole_text(at(gen, kMax)) + " x" +
+                whole_text(at(width, kMax)) + " of Gen" + whole_text(at(max_gen, kMax)) + " x" +
+                whole_text(at(max_width, kMax)) + " while " + whole_text(at(util, kMedian)) +
                 "% busy in " + n.phases[p] + ": reseat the GPU or check its riser and slot"));
         break;  // one finding per GPU
       }
@@ -363,12 +358,12 @@ std::string throttled_in(const TelemetryNode& n, const std::string& gpu, std::si
   };
   std::string text = n.phases[p] + " (" + telemetry::throttle_reasons_text(bits);
   if (std::isfinite(high(tg::kPower))) {
-    text += "; power up to " + integer_text(high(tg::kPower)) + " W";
+    text += "; power up to " + whole_text(high(tg::kPower)) + " W";
     if (std::isfinite(high(tg::kPowerLimit)))
-      text += " of " + integer_text(high(tg::kPowerLimit)) + " W";
+      text += " of " + whole_text(high(tg::kPowerLimit)) + " W";
   }
   if (std::isfinite(high(tg::kTemperature)))
-    text += "; up to " + integer_text(high(tg::kTemperature)) + " C";
+    text += "; up to " + whole_text(high(tg::kTemperature)) + " C";
   return text + ")";
 }
 
@@ -475,7 +470,8 @@ TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts)
       " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)";
   if (empty_phases > 0) {
     message += "; " + std::to_string(empty_phases) +
-               " node-phase(s) without a sample (the sampler did not answer at the phase's end)";
+               " node-phase(s) without a sample (the sampler did not answer at the phase's end, "
+               "or, in files of earlier versions, a phase shorter than the sampling interval)";
   }
   if (!note_list.empty()) {  // the first three here, all in the evidence
     const std::size_t shown = std::min<std::size_t>(3, note_list.size());
@@ -509,7 +505,7 @@ std::string format_telemetry(const TelemetryFindings& t) {
   }
   return "telemetry: " + std::to_string(t.nodes.size()) + " node(s) every " +
          std::to_string(t.interval_ms) + " ms, " + std::to_string(gpus) +
-         " GPU(s); a sample cost up to " + integer_text(cost) + " us\n";
+         " GPU(s); a sample cost up to " + whole_text(cost) + " us\n";
 }
 
 void attach_throttling(std::vector<Finding>& findings, const TelemetryFindings& t,

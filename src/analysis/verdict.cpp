@@ -110,11 +110,7 @@ Verdict decide(const RunFile& file, const RunAnalysis& a, std::vector<Finding> f
     v.headline = "ABORTED (status " + status + ")" + (reason.empty() ? "" : ": " + reason);
   } else if (!corrupt.empty()) {
     v.code = ExitCode::kRuntime;
-    const std::size_t shown = std::min<std::size_t>(corrupt.size(), 4);
-    std::vector<std::string> head(corrupt.begin(), corrupt.begin() + static_cast<long>(shown));
-    v.headline =
-        "DATA CORRUPTION: " + join(head, "; ") +
-        (corrupt.size() > shown ? "; and " + std::to_string(corrupt.size() - shown) + " more" : "");
+    v.headline = "DATA CORRUPTION: " + join_limited(corrupt, "; ", 4);
   } else if (!failed.empty()) {
     v.code = ExitCode::kCheckFailed;
     v.headline = "FAIL: " + join(failed, ", ") + "; tested " + v.tested;

@@ -20,7 +20,7 @@ void write_gemm_shape(RunWriter& w, const std::string& path, const GemmShapeReco
     w.set_attr(path, g::kAttrFlop, r.flop);
     w.set_attr(path, g::kAttrEngine, r.engine);
     w.set_attr(path, g::kAttrSkipped, r.skipped);
-    if (r.skipped != 0) {
+    if (r.skipped != schema::kSkipMeasured) {
       w.set_attr(path, g::kAttrSkipReason, r.skip_reason);
       return;
     }

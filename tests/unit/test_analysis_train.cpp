@@ -258,8 +258,9 @@ TEST(TrainVerdict, ABudgetLargerThanTheGpuIsAWarning) {
 }
 
 // A file of an earlier version: GEMMs on cuBLASLt with host-staged operands and MPI
-// communication (recorded as communication "mpi", or without the attribute): measured, but not
-// a TE job's step; coverage says so rather than passing.
+// communication (here recorded as communication "mpi"; such files have no attribute, which the
+// report reads as "mpi"): measured, but not a TE job's step; coverage says so rather than
+// passing.
 TEST(TrainVerdict, HostStagedGpuGemmsAreAWarningSayingWhy) {
   TrainRecord r = healthy(1, 2);
   r.engine = "cublaslt";

@@ -107,6 +107,28 @@ TEST(Stragglers, OnSharedCoresASlowerGroupIsNotAStraggler) {
   EXPECT_GE(found_right, 19);
 }
 
+// The limit of the shared-cores rule, recorded: two ranks slow together look like ranks the
+// scheduler disfavours, so neither is named there (only the slowest rank can stand out from
+// the slowest other); on cores of their own both are.
+TEST(Stragglers, OnSharedCoresTwoEquallySlowRanksAreNotNamed) {
+  std::vector<StragglerCase> cases;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0, 0.02);
+  const double levels[] = {1000, 2000, 2000, 1000, 1000, 1000, 1000, 1000};
+  for (int s = 0; s < 4; ++s) {
+    StragglerCase c{"shape" + std::to_string(s), {}, 10, 8, 0};
+    for (int i = 0; i < 10; ++i) {
+      for (double level : levels) c.values.push_back(level * (s + 1) * std::exp(noise(rng)));
+    }
+    cases.push_back(std::move(c));
+  }
+  const auto apart = find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, false});
+  ASSERT_EQ(apart.size(), 2u);
+  EXPECT_EQ(apart[0].rank, 1);
+  EXPECT_EQ(apart[1].rank, 2);
+  EXPECT_TRUE(find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, true}).empty());
+}
+
 TEST(Stragglers, ThirtyPercentIsFoundWithEnoughIterations) {
   int found_right = 0;
   for (unsigned seed = 0; seed < 20; ++seed) {

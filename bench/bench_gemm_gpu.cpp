@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_event.hpp"
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "fp8/bf16.hpp"
@@ -78,40 +79,26 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-class Event {
- public:
-  Event() { SD_CUDA_CHECK(cudaEventCreate(&event_)); }
-  ~Event() { (void)cudaEventDestroy(event_); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
 // Median TFLOP/s of `matmul` over opts.iters timed runs after opts.warmup untimed ones.
 double time_matmul(const cublaslt::Matmul& matmul, const Shape& s, const void* a, const void* b,
                    void* d, const cublaslt::DeviceMemory& workspace, const cublaslt::Stream& stream,
                    const Options& opts) {
   const cudaStream_t st = stream.get();
   for (int i = 0; i < opts.warmup; ++i) matmul.enqueue(a, b, d, workspace.get(), st);
-  std::vector<Event> start(static_cast<std::size_t>(opts.iters));
-  std::vector<Event> stop(static_cast<std::size_t>(opts.iters));
+  std::vector<CudaEvent> start(static_cast<std::size_t>(opts.iters));
+  std::vector<CudaEvent> stop(static_cast<std::size_t>(opts.iters));
   // Back to back, as in a training step: the events bracket each GEMM on the GPU's timeline.
   for (std::size_t i = 0; i < start.size(); ++i) {
-    SD_CUDA_CHECK(cudaEventRecord(start[i].get(), st));
+    start[i].record(st);
     matmul.enqueue(a, b, d, workspace.get(), st);
-    SD_CUDA_CHECK(cudaEventRecord(stop[i].get(), st));
+    stop[i].record(st);
   }
   SD_CUDA_CHECK(cudaStreamSynchronize(st));
   std::vector<double> tflops(start.size());
   const double flop =
       2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   for (std::size_t i = 0; i < start.size(); ++i) {
-    float ms = 0.0f;
-    SD_CUDA_CHECK(cudaEventElapsedTime(&ms, start[i].get(), stop[i].get()));
-    tflops[i] = flop / (static_cast<double>(ms) * 1e-3) / 1e12;
+    tflops[i] = flop / CudaEvent::seconds(start[i], stop[i]) / 1e12;
   }
   return median(tflops);
 }

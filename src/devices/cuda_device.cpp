@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_event.hpp"
 #include "kernels/device_kernels.hpp"
 #include "runtime/mpi.hpp"
 #endif
@@ -96,18 +97,6 @@ class Stream {
 
  private:
   cudaStream_t s_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { SD_CUDA_CHECK(cudaEventCreate(&e_)); }
-  ~Event() { (void)cudaEventDestroy(e_); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
 };
 
 // A flag in mapped host memory that the spin kernel polls.
@@ -406,21 +395,19 @@ class CudaDevice final : public Device {
       kernels::launch_spin(flag_.device(), kSpinTimeoutMs, other_.get());
       interfering(other_.get());
     }
-    SD_CUDA_CHECK(cudaEventRecord(start_.get(), s));
+    start_.record(s);
     work();
-    SD_CUDA_CHECK(cudaEventRecord(stop_.get(), s));
+    stop_.record(s);
     flag_.release();
     SD_CUDA_CHECK(cudaEventSynchronize(stop_.get()));
     if (with_other) SD_CUDA_CHECK(cudaStreamSynchronize(other_.get()));
-    float ms = 0;
-    SD_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), stop_.get()));
     if (flag_.timed_out()) {
       throw RuntimeFault("devices: GPU " + bus_id_ +
                          ": the host did not release the timing spin kernel within " +
                          std::to_string(kSpinTimeoutMs / 1000) +
                          " s (enqueueing the work blocked): the trial's time is not valid");
     }
-    return static_cast<double>(ms) * 1e-3;
+    return CudaEvent::seconds(start_, stop_);
   }
 
   int device_;
@@ -429,7 +416,7 @@ class CudaDevice final : public Device {
   double free_ = 0, total_ = 0;
   std::string bus_id_, name_;
   Stream measured_, other_;
-  Event start_, stop_;
+  CudaEvent start_, stop_;
   SpinFlag flag_;
   std::unique_ptr<DeviceBuffer> a_, b_, c_, dev_copy_, pair_src_;
   std::unique_ptr<PinnedBuffer> host_src_, host_dst_;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_event.hpp"
 #include "core/error.hpp"
 #include "fp8/fp8.hpp"
 #include "fp8/scaling.hpp"
@@ -43,27 +44,7 @@ cublaslt::DeviceMemory floats(std::int64_t count) {
 struct DeviceTrainStep::State {
   enum Part { kForward, kBackward, kOptimizer };
 
-  // A CUDA event for timing.
-  class Event {
-   public:
-    Event() { SD_CUDA_CHECK(cudaEventCreate(&event_)); }
-    ~Event() {
-      if (event_ != nullptr) (void)cudaEventDestroy(event_);
-    }
-    Event(const Event&) = delete;
-    Event& operator=(const Event&) = delete;
-    cudaEvent_t get() const { return event_; }
-    // Seconds from a to b (both recorded and complete).
-    static double seconds(const Event& a, const Event& b) {
-      float ms = 0;
-      SD_CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
-      return static_cast<double>(ms) * 1e-3;
-    }
-    void record(cudaStream_t stream) { SD_CUDA_CHECK(cudaEventRecord(event_, stream)); }
-
-   private:
-    cudaEvent_t event_ = nullptr;
-  };
+  using Event = CudaEvent;
 
   // Events handed out in order during a step and reused by the next.
   class EventPool {
@@ -100,7 +81,6 @@ struct DeviceTrainStep::State {
   // Per layer, per Linear, per role: the scaling state (kept on the host for delayed scaling)
   // and on the device this step's scale, scale_inv and amax.
   std::vector<fp8::ScalingState> scaling;
-  std::vector<float> host_scale;
   cublaslt::DeviceMemory scale, scale_inv, amax;
   // Per layer x Linear: W and W^T in FP8.
   std::vector<cublaslt::DeviceMemory> weights, weights_t;
@@ -140,6 +120,15 @@ struct DeviceTrainStep::State {
     return role == kGrad ? fp8::backward_format(config.recipe) : fp8::forward_format(config.recipe);
   }
 
+  // The scaling states' scales to the device, for the next quantisations. A copy from pageable
+  // memory returns once CUDA has staged it, so the local vector may go.
+  void upload_scales() {
+    std::vector<float> host(scaling.size());
+    for (std::size_t i = 0; i < scaling.size(); ++i) host[i] = scaling[i].scale;
+    SD_CUDA_CHECK(
+        cudaMemcpyAsync(scale.get(), host.data(), scale.bytes(), cudaMemcpyHostToDevice, compute));
+  }
+
   // ---- quantisation: `out` = FP8 of src [count] with the slot's scale; the slot's amax and
   // scale_inv written as the host step's quantize() keeps them.
   void quantize(const float* src, std::int64_t count, int index, Role role, std::uint8_t* out) {
@@ -164,9 +153,6 @@ struct DeviceTrainStep::State {
                                  f32(scale, index), out, nullptr, nullptr, compute);
   }
 
-  // ---- an injected slowdown (StepFault::slow_factor), as the host step: before each point
-  // where others may wait for this rank, the compute since the last such point is stretched by
-  // sleeping; the device is synchronised first so that compute is what the host measures.
   // Waits for the compute stream (and with `all` the TP and DP streams too) by polling, checking
   // both communicators for a failed peer meanwhile: every stream may wait on another's NCCL
   // work, and cudaStreamSynchronize would wait forever for a peer that died.
@@ -196,6 +182,9 @@ struct DeviceTrainStep::State {
     }
   }
 
+  // ---- an injected slowdown (StepFault::slow_factor), as the host step: before each point
+  // where others may wait for this rank, the compute since the last such point is stretched by
+  // sleeping; the device is waited for first so that compute is what the host measures.
   void slow_down() {
     if (slow_factor <= 1.0) return;
     wait_streams(false);
@@ -390,14 +379,12 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
 
   const int slots = layers * kLinears * kRoles;
   s.scaling.assign(static_cast<std::size_t>(slots), fp8::make_scaling_state(config.delayed));
-  s.host_scale.assign(static_cast<std::size_t>(slots), 1.0f);
   s.scale = floats(slots);
   s.scale_inv = floats(slots);
   s.amax = floats(slots);
-  SD_CUDA_CHECK(cudaMemcpyAsync(s.scale.get(), s.host_scale.data(), s.scale.bytes(),
-                                cudaMemcpyHostToDevice, s.compute));
-  SD_CUDA_CHECK(cudaMemcpyAsync(s.scale_inv.get(), s.host_scale.data(), s.scale_inv.bytes(),
-                                cudaMemcpyHostToDevice, s.compute));
+  s.upload_scales();  // 1, as the scaling states start
+  SD_CUDA_CHECK(cudaMemcpyAsync(s.scale_inv.get(), s.scale.get(), s.scale.bytes(),
+                                cudaMemcpyDeviceToDevice, s.compute));
 
   std::int64_t widest = m.hidden, largest_weight = 0;
   for (const LinearShape& lin : s.linears) {
@@ -758,10 +745,8 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
     for (std::size_t i = 0; i < s.scaling.size(); ++i) {
       fp8::record_amax(s.scaling[i], step_amax[i]);
       fp8::update_scale(c.delayed, s.format(static_cast<Role>(i % kRoles)), s.scaling[i]);
-      s.host_scale[i] = s.scaling[i].scale;
     }
-    SD_CUDA_CHECK(cudaMemcpyAsync(s.scale.get(), s.host_scale.data(), s.scale.bytes(),
-                                  cudaMemcpyHostToDevice, cs));
+    s.upload_scales();
   }
   // Adam (lr 1e-4, betas 0.9 / 0.999, eps 1e-8) on the mean gradient.
   ++s.adam_step;

@@ -10,10 +10,12 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "fp8/scale_math.hpp"
 #include "kernels/launch.cuh"
 #include "kernels/stream_scratch.cuh"
 #include "kernels/train_kernels.hpp"
 #include "train/batch_fill.hpp"
+#include "train/step_math.hpp"
 
 namespace shakedown::kernels {
 
@@ -112,7 +114,7 @@ __global__ void activation_kernel(const std::uint16_t* h, std::uint64_t rows, st
   for (std::uint64_t i = thread_index(); i < n; i += thread_stride()) {
     const std::uint64_t r = i / f, k = i % f;
     const float g = widen(h[r * width + k]);
-    const float a = g / (1.0f + expf(-1.702f * g));
+    const float a = train::gelu_sigmoid(g);
     act[i] = swiglu ? a * widen(h[r * width + f + k]) : a;
   }
 }
@@ -128,24 +130,15 @@ __global__ void swiglu_grad_kernel(const float* dy, std::uint64_t rows, std::uin
 }
 
 __global__ void adam_kernel(float* master, float* m, float* v, const float* grad, std::uint64_t n,
-                            AdamParams p) {
+                            train::AdamParams p) {
   for (std::uint64_t i = thread_index(); i < n; i += thread_stride()) {
-    const float g = grad[i] * p.grad_scale;
-    m[i] = p.b1 * m[i] + (1 - p.b1) * g;
-    v[i] = p.b2 * v[i] + (1 - p.b2) * g * g;
-    master[i] -= p.lr * (m[i] / p.c1) / (sqrtf(v[i] / p.c2) + p.eps);
+    train::adam_update(master[i], m[i], v[i], grad[i], p);
   }
 }
 
 __global__ void current_scale_kernel(const float* amax, float max_finite, float epsilon,
                                      float* scale) {
-  const float clamped = *amax < epsilon ? epsilon : *amax;
-  if (isnan(clamped) || isinf(clamped) || clamped == 0.0f) {
-    *scale = 1.0f;
-    return;
-  }
-  const float q = max_finite / clamped;
-  *scale = isinf(q) ? FLT_MAX : q;
+  *scale = fp8::current_scale_value(*amax, max_finite, epsilon);
 }
 
 __global__ void count_zeros_kernel(const float* v, std::uint64_t n, unsigned long long* count) {
@@ -257,7 +250,7 @@ void launch_widen_swiglu_grad(const float* dy, std::int64_t rows, std::int64_t f
 }
 
 void launch_adam(float* master, float* m, float* v, const float* grad, std::int64_t count,
-                 const AdamParams& p, void* stream) {
+                 const train::AdamParams& p, void* stream) {
   check_shape(count, "launch_adam");
   if (count == 0) return;
   const auto n = static_cast<std::uint64_t>(count);

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "train/step_math.hpp"
+
 namespace shakedown::kernels {
 
 // v[i] = train::uniform_at(mix(key), i, a): the host's fill_uniform, bit for bit.
@@ -40,23 +42,12 @@ void launch_mlp_activation(const std::uint16_t* h, std::int64_t rows, std::int64
 void launch_widen_swiglu_grad(const float* dy, std::int64_t rows, std::int64_t f, float* wide,
                               void* stream);
 
-// One Adam step on fp32 master weights: g = grad * grad_scale; m = b1 m + (1 - b1) g;
-// v = b2 v + (1 - b2) g^2; master -= lr (m / c1) / (sqrt(v / c2) + eps).
-struct AdamParams {
-  float lr = 1e-4f;
-  float b1 = 0.9f;
-  float b2 = 0.999f;
-  float eps = 1e-8f;
-  float c1 = 1;  // 1 - b1^t
-  float c2 = 1;  // 1 - b2^t
-  float grad_scale = 1;
-};
+// train::adam_update on each of `count` weights.
 void launch_adam(float* master, float* m, float* v, const float* grad, std::int64_t count,
-                 const AdamParams& p, void* stream);
+                 const train::AdamParams& p, void* stream);
 
-// *scale = fp8::current_scale's value for *amax: max_finite / max(*amax, epsilon); 1 when that
-// is 0, infinite or NaN; FLT_MAX when the quotient overflows. One thread; the amax never leaves
-// the device.
+// *scale = fp8::current_scale_value(*amax, max_finite, epsilon). One thread; the amax never
+// leaves the device.
 void launch_current_scale(const float* amax, float max_finite, float epsilon, float* scale,
                           void* stream);
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "fp8/scale_math.hpp"
 
 namespace shakedown::fp8 {
 
@@ -127,9 +128,7 @@ void update_scale(const DelayedScaling& recipe, Format format, ScalingState& sta
 
 float current_scale(const CurrentScaling& recipe, Format format, float amax) {
   validate(recipe);
-  const float clamped = amax < recipe.epsilon ? recipe.epsilon : amax;
-  if (std::isnan(clamped) || std::isinf(clamped) || clamped == 0.0f) return 1.0f;
-  return finite_scale(info(format).max_finite / clamped);
+  return current_scale_value(amax, info(format).max_finite, recipe.epsilon);
 }
 
 }  // namespace shakedown::fp8

@@ -750,10 +750,7 @@ StepTimes DeviceTrainStep::run(int step, const StepFault& fault) {
   }
   // Adam (lr 1e-4, betas 0.9 / 0.999, eps 1e-8) on the mean gradient.
   ++s.adam_step;
-  kernels::AdamParams adam;
-  adam.c1 = 1.0f - std::pow(adam.b1, static_cast<float>(s.adam_step));
-  adam.c2 = 1.0f - std::pow(adam.b2, static_cast<float>(s.adam_step));
-  adam.grad_scale = 1.0f / static_cast<float>(s.dp_size);
+  const AdamParams adam = adam_params(s.adam_step, 1.0f / static_cast<float>(s.dp_size));
   if (zero) {
     for (const Bucket& b : plan_.buckets) {
       const std::int64_t part = b.padded / s.dp_size;

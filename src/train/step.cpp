@@ -18,6 +18,7 @@
 #include "fp8/tensor.hpp"
 #include "runtime/mpi.hpp"
 #include "train/batch_fill.hpp"
+#include "train/step_math.hpp"
 
 namespace shakedown::train {
 namespace {
@@ -474,7 +475,7 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
     for (std::int64_t r = 0; r < T; ++r) {
       for (std::int64_t k = 0; k < f; ++k) {
         const float g = h1[r * w1 + k];
-        const float a = g / (1.0f + std::exp(-1.702f * g));
+        const float a = gelu_sigmoid(g);
         act[r * f + k] = m.mlp == Mlp::kSwiglu ? a * h1[r * w1 + f + k] : a;
       }
     }
@@ -590,15 +591,9 @@ StepTimes TrainStep::run(int step, const StepFault& fault) {
   }
   // Adam (lr 1e-4, betas 0.9 / 0.999, eps 1e-8) on the mean gradient.
   ++s.adam_step;
-  const float lr = 1e-4f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
-  const float c1 = 1.0f - std::pow(b1, static_cast<float>(s.adam_step));
-  const float c2 = 1.0f - std::pow(b2, static_cast<float>(s.adam_step));
-  const float inv_dp = 1.0f / static_cast<float>(s.dp_size);
+  const AdamParams params = adam_params(s.adam_step, 1.0f / static_cast<float>(s.dp_size));
   auto adam = [&](std::size_t p, float grad) {
-    const float gm = grad * inv_dp;
-    s.adam_m[p] = b1 * s.adam_m[p] + (1 - b1) * gm;
-    s.adam_v[p] = b2 * s.adam_v[p] + (1 - b2) * gm * gm;
-    s.master[p] -= lr * (s.adam_m[p] / c1) / (std::sqrt(s.adam_v[p] / c2) + eps);
+    adam_update(s.master[p], s.adam_m[p], s.adam_v[p], grad, params);
   };
   if (zero) {
     for (const Bucket& b : plan_.buckets) {

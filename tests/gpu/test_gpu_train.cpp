@@ -227,7 +227,7 @@ TEST(GpuTrainKernels, MatchTheHostFormulas) {
   // Adam: the host's arithmetic.
   std::vector<float> m0(host.size(), 0.01f), v0(host.size(), 0.0004f), grad(host);
   DeviceVector<float> master(host), m(m0), v(v0), g(grad);
-  kernels::AdamParams p;
+  train::AdamParams p;
   p.c1 = 1.0f - std::pow(p.b1, 3.0f);
   p.c2 = 1.0f - std::pow(p.b2, 3.0f);
   p.grad_scale = 0.5f;

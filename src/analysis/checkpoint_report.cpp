@@ -365,7 +365,8 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
     }
     const std::vector<StragglerCase> cases = {{"write", write_rate, d.iters, d.world, 0},
                                               {"read", read_rate, d.iters, d.world, 0}};
-    const std::vector<StragglerEvidence> slow = find_stragglers(cases, limits);
+    const Stragglers found = find_stragglers(cases, limits);
+    const std::vector<StragglerEvidence>& slow = found.named;
     for (const StragglerEvidence& e : slow) {
       Finding f =
           rank_finding(facts, "checkpoint.stragglers", straggler_status(facts, e.excess), e.rank);
@@ -384,7 +385,9 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
                    general_text(e.p, 2);
       out.findings.push_back(f);
     }
-    if (slow.empty()) {
+    if (!found.together.empty()) {
+      out.findings.push_back(slower_together_finding("checkpoint.stragglers", found.together));
+    } else if (slow.empty()) {
       out.findings.push_back(run_finding(
           "checkpoint.stragglers", CheckStatus::kPass,
           "no rank's checkpoint I/O consistently slower: none at least " +

@@ -32,6 +32,40 @@ CheckStatus straggler_status(const RunFacts& facts, double excess) {
   return excess >= 0.5 && !facts.oversubscribed ? CheckStatus::kFail : CheckStatus::kWarn;
 }
 
+Finding slower_together_finding(std::string check, const std::vector<StragglerEvidence>& together,
+                                const std::function<std::string(int)>& label,
+                                const std::string& how) {
+  std::set<int> group;
+  std::set<std::string> cases;
+  double most = 0, p = 0;
+  for (const StragglerEvidence& e : together) {
+    group.insert(e.rank);
+    group.insert(e.with.begin(), e.with.end());
+    cases.insert(e.cases.begin(), e.cases.end());
+    most = std::max(most, e.excess);
+    p = std::max(p, e.p);
+  }
+  std::vector<std::string> who;
+  for (int member : group) {
+    who.push_back(label ? label(member) : "rank " + std::to_string(member));
+  }
+  Finding f = run_finding(
+      std::move(check), CheckStatus::kPass,
+      "none named: " + join_limited(who, ", ") + " " + how + " as a group, by up to " +
+          fixed_text(100 * most, 0) + "% (" + p_text(p) +
+          "), none beyond the slowest of the rest: on shared cores the scheduler slows a group "
+          "for a whole phase as often as a fault does, so none is named (give each rank a core "
+          "of its own to tell)");
+  f.subject_kind = "ranks";
+  f.subject = join_limited(who, ", ");
+  f.value = most;
+  f.unit = "fraction slower";
+  f.evidence = "in " + join_limited(std::vector<std::string>(cases.begin(), cases.end()), ", ") +
+               "; one-sided Mann-Whitney vs the others, Bonferroni-corrected p " +
+               general_text(p, 2);
+  return f;
+}
+
 std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction) {
   if (!facts.oversubscribed) return "";
   return below_expected(facts, ratio, fraction) == CheckStatus::kWarn
@@ -348,19 +382,26 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
     }
     const StragglerLimits limits = facts.straggler_limits();
     const std::size_t before_late = out.size();
-    std::vector<StragglerEvidence> late = find_stragglers(cases, limits);
+    Stragglers found = find_stragglers(cases, limits);
+    std::vector<StragglerEvidence> late = std::move(found.named);
     // A late rank is a straggler only when it is one of few: when a quarter of the ranks or more
     // arrive later together, it is the collective's own order (a tree's root, the ranks of one
     // host over a network), not a rank that holds the others up.
     const std::size_t few =
         std::max<std::size_t>(1, static_cast<std::size_t>(facts.meta.world_size) / 4);
-    std::string group_note;
+    // Ranks later together on shared cores are said in the same way: a group, not a straggler.
+    std::string group_note =
+        found.together.empty()
+            ? ""
+            : "; " + slower_together_finding("collectives.lateness", found.together, nullptr,
+                                             "arrive later than the others")
+                         .message;
     if (late.size() > few) {
       std::vector<std::string> names;
       for (const auto& e : late) names.push_back(std::to_string(e.rank));
-      group_note = "; ranks " + join(names, ",") +
-                   " arrive later as a group (the collective's own order, not one rank holding "
-                   "the others up)";
+      group_note += "; ranks " + join(names, ",") +
+                    " arrive later as a group (the collective's own order, not one rank holding "
+                    "the others up)";
       late.clear();
     }
     for (const StragglerEvidence& e : late) {

@@ -2,6 +2,8 @@
 // Each phase's checks: typed Findings computed from the run file alone (docs/architecture.md
 // "Timing and the verdict"). Every check a phase was asked for says what it covered: a phase that
 // measured nothing fails its coverage check, whatever else passed.
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "analysis/collectives_data.hpp"
@@ -32,6 +34,15 @@ std::string shared_cores_note(const RunFacts& facts, double ratio, double fracti
 // draining, on cores of its own; a WARN when less slow, or on shared cores where the OS
 // scheduler, not the hardware, may be the cause.
 CheckStatus straggler_status(const RunFacts& facts, double excess);
+// The finding of `check` for members find_stragglers found slower together on shared cores
+// (Stragglers::together, not empty; each named by `label`, "rank N" without one; `how` says in
+// what): "none named: rank 1, rank 2 slower than the others as a group, by up to 95% ...". A
+// PASS that says what it saw instead of passing in silence: the scheduler slows such a group as
+// often as a fault does (2 of 4 healthy runs of 4 ranks on 2 cores had one), and
+// placement.oversubscription already warns that the run's timings are noisy.
+Finding slower_together_finding(std::string check, const std::vector<StragglerEvidence>& together,
+                                const std::function<std::string(int)>& label = nullptr,
+                                const std::string& how = "slower than the others");
 
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.

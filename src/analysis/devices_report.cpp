@@ -194,7 +194,8 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
   if (!unjudged.empty()) {
     what = "devices against each other: " + unjudged;
   } else {
-    const std::vector<StragglerEvidence> slow = find_stragglers(cases, limits);
+    const Stragglers found = find_stragglers(cases, limits);
+    const std::vector<StragglerEvidence>& slow = found.named;
     for (const StragglerEvidence& e : slow) {
       Finding f = rank_finding(facts, "devices.memory", straggler_status(facts, e.excess), e.rank);
       f.value = e.excess;
@@ -210,6 +211,10 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
                    " trials per test alone, time per byte, one-sided Mann-Whitney vs the other "
                    "devices, Bonferroni-corrected";
       out.push_back(f);
+    }
+    if (!found.together.empty()) {
+      out.push_back(slower_together_finding("devices.memory", found.together, nullptr,
+                                            "have devices slower than the others'"));
     }
     what = slow.empty() ? "no device slower than the others (at least " +
                               fixed_text(100 * facts.straggler_slowdown(), 0) +
@@ -427,6 +432,14 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
           "Bonferroni-corrected";
       out.push_back(f);
     }
+    for (Finding f : o.together) {
+      f.message = facts.node_name(n.node) + ": " + f.message;
+      f.subject_kind = "link";
+      f.subject = "node " + std::to_string(n.node) + " " + f.subject;
+      f.node = n.node;
+      f.host = facts.host_of_node(n.node);
+      out.push_back(std::move(f));
+    }
     if (!o.devices_unjudged.empty() || !o.pairs_unjudged.empty()) {
       unjudged.push_back(facts.node_name(n.node) + ": " +
                          (o.devices_unjudged.empty() ? o.pairs_unjudged : o.devices_unjudged));
@@ -498,7 +511,13 @@ PairOutliers pair_outliers(const std::vector<PairMatrix>& modes, const Straggler
   out.devices_unjudged = cannot_judge(device_cases.size(), device_cases.front().iters, g, "devices",
                                       limits.alpha, "devices.trials");
   if (out.devices_unjudged.empty()) {
-    out.devices = find_stragglers(device_cases, limits);
+    Stragglers found = find_stragglers(device_cases, limits);
+    out.devices = std::move(found.named);
+    if (!found.together.empty()) {
+      out.together.push_back(slower_together_finding("devices.pairs", found.together, [](int slot) {
+        return "the pairs of slot " + std::to_string(slot);
+      }));
+    }
     for (const auto& e : out.devices) flagged_devices.insert(e.rank);
   }
   // Pairs that touch no flagged device, against each other.
@@ -531,9 +550,15 @@ PairOutliers pair_outliers(const std::vector<PairMatrix>& modes, const Straggler
     }
     if (any) pair_cases.push_back({m.mode, std::move(values), trials, members.size(), 0});
   }
-  const std::vector<StragglerEvidence> slow = find_stragglers(pair_cases, limits);
+  const Stragglers slow = find_stragglers(pair_cases, limits);
+  if (!slow.together.empty()) {
+    out.together.push_back(slower_together_finding("devices.pairs", slow.together, [&](int k) {
+      const auto& [src, dst] = members[static_cast<std::size_t>(k)];
+      return "pair " + std::to_string(src) + "->" + std::to_string(dst);
+    }));
+  }
   std::map<std::pair<int, int>, StragglerEvidence> by_pair;
-  for (const auto& e : slow) by_pair[members[static_cast<std::size_t>(e.rank)]] = e;
+  for (const auto& e : slow.named) by_pair[members[static_cast<std::size_t>(e.rank)]] = e;
   for (const auto& [pair, e] : by_pair) {
     const auto reverse = by_pair.find({pair.second, pair.first});
     const bool both = reverse != by_pair.end();

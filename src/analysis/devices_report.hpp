@@ -40,6 +40,9 @@ struct PairOutliers {
   };
   std::vector<Pair> pairs;
   std::string devices_unjudged, pairs_unjudged;  // why a comparison could not be made
+  // devices.pairs WARNs for the slots and the pairs slower together on shared cores (their
+  // messages name slots: the caller adds the node).
+  std::vector<Finding> together;
 };
 
 // The node's devices, then its pairs not touching a flagged device, against each other.

@@ -341,7 +341,8 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
     straggler_cases.push_back({s.name, s.time_us, s.iters, s.world, 0});
   }
   const StragglerLimits straggler_limits = facts.straggler_limits();
-  for (const StragglerEvidence& e : find_stragglers(straggler_cases, straggler_limits)) {
+  const Stragglers found = find_stragglers(straggler_cases, straggler_limits);
+  for (const StragglerEvidence& e : found.named) {
     Finding f = about_rank("gemm.stragglers", straggler_status(facts, e.excess), e.rank,
                            rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
                                "% slower than the other ranks in " + std::to_string(e.flagged) +
@@ -410,7 +411,9 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
                               (out.notes.empty() ? std::string("memory") : out.notes.front()) +
                               ")"));
   }
-  if (slow.empty()) {
+  if (!found.together.empty()) {
+    slow.push_back(slower_together_finding("gemm.stragglers", found.together));
+  } else if (slow.empty()) {
     slow.push_back(run_finding(
         "gemm.stragglers", CheckStatus::kPass,
         "no rank consistently slower: none at least " +

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "analysis/number_text.hpp"
 #include "core/stats.hpp"
@@ -135,12 +136,16 @@ double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world) 
   return std::min(1.0, static_cast<double>(world) * 0.5 * std::erfc(z / std::sqrt(2.0)));
 }
 
-std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
-                                               const StragglerLimits& limits) {
+Stragglers find_stragglers(const std::vector<StragglerCase>& cases, const StragglerLimits& limits) {
   struct Tally {
     int flagged = 0, compared = 0;
     std::vector<double> excess;
     std::vector<std::string> cases;
+    // The cases that met every criterion but perhaps the shared-cores one, in order.
+    int either = 0;
+    std::vector<double> either_excess;
+    std::vector<std::string> either_cases;
+    std::set<int> with;  // the slowest other ranks of the cases the shared rule held back
     double u = 0, mean = 0, var = 0;  // the Mann-Whitney U summed over cases, and its null moments
   };
   std::map<int, Tally> tally;
@@ -202,19 +207,17 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
     }
     // The slowest rank's level and the next (what every other rank is compared with when cores
     // are shared).
-    int slowest = present.front();
-    double second_slowest = -std::numeric_limits<double>::infinity();
+    int slowest = present.front(), second = -1;
     for (int o : present) {
       if (o == slowest) continue;
       const double v = level[static_cast<std::size_t>(o)];
       if (v > level[static_cast<std::size_t>(slowest)]) {
-        second_slowest = level[static_cast<std::size_t>(slowest)];
+        second = slowest;
         slowest = o;
-      } else {
-        second_slowest = std::max(second_slowest, v);
+      } else if (second < 0 || v > level[static_cast<std::size_t>(second)]) {
+        second = o;
       }
     }
-    const auto slowest_rr = static_cast<std::size_t>(slowest);
     const double all_excess_median = exact ? 0 : median(all_excess);
     const double all_spread = exact ? 0 : 1.4826 * mad(all_excess);
     for (int r : present) {
@@ -239,25 +242,38 @@ std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>&
         mid = median(others_excess);
       }
       if (!(excess[rr] - mid > limits.z * spread)) continue;
+      ++t.either;
+      t.either_excess.push_back(excess[rr]);
+      t.either_cases.push_back(c.name);
       if (limits.shared) {
-        const double slowest_other = r == slowest ? second_slowest : level[slowest_rr];
-        if (!((level[rr] - slowest_other) / scales[rr] >= limits.slowdown / 2)) continue;
+        const int other = r == slowest ? second : slowest;
+        if (!((level[rr] - level[static_cast<std::size_t>(other)]) / scales[rr] >=
+              limits.slowdown / 2)) {
+          t.with.insert(other);
+          continue;
+        }
       }
       ++t.flagged;
       t.excess.push_back(excess[rr]);
       t.cases.push_back(c.name);
     }
   }
-  std::vector<StragglerEvidence> out;
+  Stragglers out;
   for (const auto& [rank, t] : tally) {
     const int needed = t.compared >= 2 ? 2 : 1;
-    if (t.flagged < needed || 2 * t.flagged <= t.compared || t.var <= 0) continue;
+    auto enough = [&](int flagged) { return flagged >= needed && 2 * flagged > t.compared; };
+    if (!enough(t.either) || t.var <= 0) continue;
     // Slower in most of its iterations, over all cases together (a stratified rank-sum test),
     // corrected for the number of ranks tested.
     const double z = (t.u - t.mean - 0.5) / std::sqrt(t.var);
     const double p = std::min(1.0, tested * 0.5 * std::erfc(z / std::sqrt(2.0)));
     if (!(p < limits.alpha)) continue;
-    out.push_back({rank, t.flagged, t.compared, median(t.excess), p, t.cases});
+    if (enough(t.flagged)) {
+      out.named.push_back({rank, t.flagged, t.compared, median(t.excess), p, t.cases, {}});
+      continue;
+    }
+    out.together.push_back({rank, t.either, t.compared, median(t.either_excess), p, t.either_cases,
+                            std::vector<int>(t.with.begin(), t.with.end())});
   }
   return out;
 }

@@ -13,7 +13,9 @@
 // When ranks share cores (`shared`), a case also needs the rank's level above the slowest other
 // rank's by at least half of `slowdown`: the scheduler favours some ranks over others for a
 // whole phase (on 2 cores, two ranks of four at 950 us and two at 1,300-1,340 us), and the slower
-// of a slow group stands out from the median without standing out from its group.
+// of a slow group stands out from the median without standing out from its group. Ranks that
+// meet every other criterion but not that one are not named, and are reported apart as slower
+// together (`Stragglers::together`), so that a check says so instead of passing silently.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -52,6 +54,9 @@ struct StragglerEvidence {
   double excess = 0;  // its median excess over the flagged cases (0.31 = 31% of the scale)
   double p = 1;       // the corrected p of the rank-sum test over all cases compared
   std::vector<std::string> cases;  // the flagged cases' names
+  // Only in Stragglers::together: the other ranks as slow as this one that the shared-cores
+  // rule compared it with (the slowest other rank of each case held back).
+  std::vector<int> with;
 };
 
 // The smallest corrected p any rank could reach with `cases` cases of `iters` samples for each of
@@ -66,7 +71,14 @@ double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world);
 std::string cannot_judge(std::size_t cases, std::size_t samples, std::size_t members,
                          const std::string& what, double alpha, const std::string& knob);
 
-std::vector<StragglerEvidence> find_stragglers(const std::vector<StragglerCase>& cases,
-                                               const StragglerLimits& limits);
+struct Stragglers {
+  std::vector<StragglerEvidence> named;
+  // Slower than the others on every criterion but the shared-cores one (empty unless `shared`):
+  // slow as a group, none of them beyond the slowest other rank. Their flagged cases count the
+  // cases the shared rule held back too.
+  std::vector<StragglerEvidence> together;
+};
+
+Stragglers find_stragglers(const std::vector<StragglerCase>& cases, const StragglerLimits& limits);
 
 }  // namespace shakedown

@@ -5,10 +5,17 @@
 #include <cmath>
 #include <random>
 
+#include "analysis/checks.hpp"
 #include "analysis/stragglers.hpp"
 
 namespace shakedown {
 namespace {
+
+// The ranks find_stragglers names.
+std::vector<StragglerEvidence> named(const std::vector<StragglerCase>& cases,
+                                     const StragglerLimits& limits) {
+  return find_stragglers(cases, limits).named;
+}
 
 TEST(MannWhitney, ExactTailsForSmallSamples) {
   // Every x above every y: 1 of C(6,3) = 20 rankings.
@@ -67,7 +74,7 @@ std::vector<StragglerCase> make_cases(unsigned seed, int shapes, int world, int 
 }
 
 TEST(Stragglers, NamesThePlantedRankOnly) {
-  const auto found = find_stragglers(make_cases(1, 4, 4, 5, 0.05, 2, 2.0), {});
+  const auto found = named(make_cases(1, 4, 4, 5, 0.05, 2, 2.0), {});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 2);
   EXPECT_EQ(found[0].flagged, 4);
@@ -95,22 +102,29 @@ TEST(Stragglers, OnSharedCoresASlowerGroupIsNotAStraggler) {
   }
   StragglerLimits shared{0.25, 3.5, 0.01, true};
   StragglerLimits dedicated{0.25, 3.5, 0.01, false};
-  const auto apart = find_stragglers(cases, dedicated);
+  const auto apart = named(cases, dedicated);
   ASSERT_EQ(apart.size(), 1u);
   EXPECT_EQ(apart[0].rank, 2);
-  EXPECT_TRUE(find_stragglers(cases, shared).empty());
+  // On shared cores nobody is named; the slower of the two disfavoured ranks is said to be slow
+  // with the other.
+  const Stragglers on_shared = find_stragglers(cases, shared);
+  EXPECT_TRUE(on_shared.named.empty());
+  ASSERT_EQ(on_shared.together.size(), 1u);
+  EXPECT_EQ(on_shared.together[0].rank, 2);
+  EXPECT_EQ(on_shared.together[0].with, std::vector<int>{1});
   int found_right = 0;
   for (unsigned seed = 0; seed < 20; ++seed) {
-    const auto found = find_stragglers(make_cases(seed, 4, 4, 5, 0.05, 1, 1.3), shared);
+    const auto found = named(make_cases(seed, 4, 4, 5, 0.05, 1, 1.3), shared);
     found_right += found.size() == 1 && found[0].rank == 1 ? 1 : 0;
   }
   EXPECT_GE(found_right, 19);
 }
 
-// The limit of the shared-cores rule, recorded: two ranks slow together look like ranks the
-// scheduler disfavours, so neither is named there (only the slowest rank can stand out from
-// the slowest other); on cores of their own both are.
-TEST(Stragglers, OnSharedCoresTwoEquallySlowRanksAreNotNamed) {
+// The limit of the shared-cores rule: two ranks slow together look like ranks the scheduler
+// disfavours, so neither is named there (only the slowest rank can stand out from the slowest
+// other), but both are reported as slower together, with their excess and cases; on cores of
+// their own both are named.
+TEST(Stragglers, OnSharedCoresTwoEquallySlowRanksAreSlowerTogether) {
   std::vector<StragglerCase> cases;
   std::mt19937 rng(11);
   std::normal_distribution<double> noise(0, 0.02);
@@ -122,17 +136,28 @@ TEST(Stragglers, OnSharedCoresTwoEquallySlowRanksAreNotNamed) {
     }
     cases.push_back(std::move(c));
   }
-  const auto apart = find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, false});
+  const auto apart = named(cases, StragglerLimits{0.25, 3.5, 0.01, false});
   ASSERT_EQ(apart.size(), 2u);
   EXPECT_EQ(apart[0].rank, 1);
   EXPECT_EQ(apart[1].rank, 2);
-  EXPECT_TRUE(find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, true}).empty());
+  EXPECT_TRUE(find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, false}).together.empty());
+  const Stragglers shared = find_stragglers(cases, StragglerLimits{0.25, 3.5, 0.01, true});
+  EXPECT_TRUE(shared.named.empty());
+  ASSERT_EQ(shared.together.size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(shared.together[k].rank, static_cast<int>(k) + 1);
+    EXPECT_EQ(shared.together[k].with, std::vector<int>{2 - static_cast<int>(k)});
+    EXPECT_NEAR(shared.together[k].excess, 1.0, 0.1);
+    EXPECT_EQ(shared.together[k].flagged, 4);
+    EXPECT_EQ(shared.together[k].cases.front(), "shape0");
+    EXPECT_LT(shared.together[k].p, 0.01);
+  }
 }
 
 TEST(Stragglers, ThirtyPercentIsFoundWithEnoughIterations) {
   int found_right = 0;
   for (unsigned seed = 0; seed < 20; ++seed) {
-    const auto found = find_stragglers(make_cases(seed, 4, 8, 10, 0.05, 5, 1.3), {});
+    const auto found = named(make_cases(seed, 4, 8, 10, 0.05, 5, 1.3), {});
     found_right += found.size() == 1 && found[0].rank == 5 ? 1 : 0;
   }
   EXPECT_GE(found_right, 19);
@@ -141,15 +166,14 @@ TEST(Stragglers, ThirtyPercentIsFoundWithEnoughIterations) {
 // Past 64 ranks every rank is compared with statistics over all of them (one sort per case, not
 // one per rank): the planted rank is still found, and noise alone still names nobody.
 TEST(Stragglers, ManyRanksUseWholeSetStatistics) {
-  const auto found = find_stragglers(make_cases(5, 4, 200, 10, 0.05, 137, 1.3), {});
+  const auto found = named(make_cases(5, 4, 200, 10, 0.05, 137, 1.3), {});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 137);
   EXPECT_NEAR(found[0].excess, 0.3, 0.1);
   EXPECT_LT(found[0].p, 0.01);
   int false_flags = 0;
   for (unsigned seed = 0; seed < 10; ++seed) {
-    false_flags +=
-        static_cast<int>(find_stragglers(make_cases(seed, 4, 200, 10, 0.05, -1, 1.0), {}).size());
+    false_flags += static_cast<int>(named(make_cases(seed, 4, 200, 10, 0.05, -1, 1.0), {}).size());
   }
   EXPECT_EQ(false_flags, 0);
 }
@@ -163,7 +187,12 @@ TEST(Stragglers, PureNoiseNamesNobody) {
     std::mt19937 rng(seed + 1000);
     std::uniform_int_distribution<std::size_t> pick(0, cases[0].values.size() - 1);
     for (auto& c : cases) c.values[pick(rng)] *= 3;  // one hiccup per shape
-    false_flags += static_cast<int>(find_stragglers(cases, {}).size());
+    false_flags += static_cast<int>(named(cases, {}).size());
+    // Nor are healthy ranks said to be slower together on shared cores.
+    StragglerLimits shared;
+    shared.shared = true;
+    const Stragglers on_shared = find_stragglers(cases, shared);
+    false_flags += static_cast<int>(on_shared.named.size() + on_shared.together.size());
   }
   EXPECT_LE(false_flags, 1);
 }
@@ -171,21 +200,21 @@ TEST(Stragglers, PureNoiseNamesNobody) {
 TEST(Stragglers, OneSlowShapeIsNotEnough) {
   auto cases = make_cases(3, 4, 4, 5, 0.02, -1, 1.0);
   for (std::size_t i = 0; i < cases[1].iters; ++i) cases[1].values[i * 4 + 3] *= 2;  // rank 3
-  EXPECT_TRUE(find_stragglers(cases, {}).empty());
+  EXPECT_TRUE(named(cases, {}).empty());
   for (std::size_t i = 0; i < cases[2].iters; ++i) cases[2].values[i * 4 + 3] *= 2;
   // Two of four shapes is not most of them either.
-  EXPECT_TRUE(find_stragglers(cases, {}).empty());
+  EXPECT_TRUE(named(cases, {}).empty());
   for (std::size_t i = 0; i < cases[3].iters; ++i) cases[3].values[i * 4 + 3] *= 2;
-  ASSERT_EQ(find_stragglers(cases, {}).size(), 1u);
+  ASSERT_EQ(named(cases, {}).size(), 1u);
 }
 
 TEST(Stragglers, NeedsTheMinimumSlowdownAndBeatsTheSpread) {
   // 5% slower, very consistent: below checks.straggler_slowdown (10%).
-  EXPECT_TRUE(find_stragglers(make_cases(4, 4, 4, 5, 0.001, 1, 1.05), {}).empty());
+  EXPECT_TRUE(named(make_cases(4, 4, 4, 5, 0.001, 1, 1.05), {}).empty());
   // 15% slower but the ranks' own spread is wider (sigma 0.3): not beyond the noise.
-  EXPECT_TRUE(find_stragglers(make_cases(5, 4, 4, 5, 0.3, 1, 1.15), {}).empty());
+  EXPECT_TRUE(named(make_cases(5, 4, 4, 5, 0.3, 1, 1.15), {}).empty());
   // Three iterations of one shape cannot reach p < 0.01 over 4 ranks: no evidence, no name.
-  EXPECT_TRUE(find_stragglers(make_cases(6, 1, 4, 2, 0.01, 1, 3.0), {}).empty());
+  EXPECT_TRUE(named(make_cases(6, 1, 4, 2, 0.01, 1, 3.0), {}).empty());
 }
 
 TEST(Stragglers, LatenessAgainstTheIterationsDuration) {
@@ -198,14 +227,45 @@ TEST(Stragglers, LatenessAgainstTheIterationsDuration) {
         c.values[i * c.world + r] = (r == 0 ? 60.0 : 0.0) + static_cast<double>(i % 3);
     }
   }
-  const auto found = find_stragglers(cases, {});
+  const auto found = named(cases, {});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].rank, 0);
   EXPECT_NEAR(found[0].excess, 0.6, 0.05);
 }
 
 TEST(Stragglers, TwoRanksCannotSayWhichIsSlow) {
-  EXPECT_TRUE(find_stragglers(make_cases(9, 4, 2, 10, 0.01, 1, 2.0), {}).empty());
+  EXPECT_TRUE(named(make_cases(9, 4, 2, 10, 0.01, 1, 2.0), {}).empty());
+}
+
+// What a check says about ranks slower together: a pass that names the group (with the ranks
+// that held each back), by how much, and why none is named.
+TEST(Stragglers, SlowerTogetherIsSaidWithTheGroup) {
+  std::vector<StragglerEvidence> together = {{1, 4, 4, 0.95, 2e-5, {"a", "b"}, {2}},
+                                             {2, 4, 4, 1.02, 3e-3, {"b", "c"}, {1}}};
+  const Finding f = slower_together_finding("gemm.stragglers", together);
+  EXPECT_EQ(f.check, "gemm.stragglers");
+  EXPECT_EQ(f.status, CheckStatus::kPass);
+  EXPECT_EQ(f.subject, "rank 1, rank 2");
+  EXPECT_DOUBLE_EQ(f.value, 1.02);
+  EXPECT_EQ(
+      f.message.rfind("none named: rank 1, rank 2 slower than the others as a group, by up to 102% "
+                      "(p = 0.003)",
+                      0),
+      0u)
+      << f.message;
+  EXPECT_NE(f.message.find("none is named"), std::string::npos) << f.message;
+  EXPECT_EQ(f.evidence.rfind("in a, b, c;", 0), 0u) << f.evidence;
+  // One member held back by another that was not slow enough to be judged itself: both said.
+  together = {{3, 2, 2, 0.41, 2e-5, {"a"}, {0}}};
+  const Finding pair = slower_together_finding(
+      "devices.pairs", together, [](int k) { return "pair " + std::to_string(k) + "->5"; },
+      "copy slower than the others");
+  EXPECT_EQ(pair.message.rfind(
+                "none named: pair 0->5, pair 3->5 copy slower than the others as a group, by "
+                "up to 41% (p < 1e-4)",
+                0),
+            0u)
+      << pair.message;
 }
 
 }  // namespace

@@ -6,12 +6,13 @@
 // (2 m n k / t). The FP8 inputs are quantised on the device from the BF16 ones by the quantize
 // kernel (kernels/fp8_kernels.hpp), scale_inv included, so both GEMMs see the same numbers.
 //
-// Run: build/bench/bench_gemm_gpu [--iters N] [--warmup N] [--quick]
+// Run: build/bench/bench_gemm_gpu [--iters N] [--warmup N] [--warmup-ms MS] [--quick]
 // Target (issue 4): >= 1300 TFLOP/s FP8 at 8192^3 on H100/H200. Exit 0: target met, or not
 // applicable (another GPU), or no GPU ("SKIP: <why>"); 1: target missed; 2: error.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,11 +50,15 @@ constexpr Shape kShapes[] = {
 struct Options {
   int iters = 20;
   int warmup = 5;
+  // And at least this long: an idle H100/H200 sits at a few hundred MHz, and 5 GEMMs (4 ms)
+  // do not bring its clocks up.
+  int warmup_ms = 200;
   bool quick = false;  // 8192^3 only
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  throw UsageError(why + "\nusage: bench_gemm_gpu [--iters N] [--warmup N] [--quick]");
+  throw UsageError(why +
+                   "\nusage: bench_gemm_gpu [--iters N] [--warmup N] [--warmup-ms MS] [--quick]");
 }
 
 Options parse(int argc, char** argv) {
@@ -70,6 +75,8 @@ Options parse(int argc, char** argv) {
       o.iters = number(1);
     } else if (arg == "--warmup") {
       o.warmup = number(0);
+    } else if (arg == "--warmup-ms") {
+      o.warmup_ms = number(0);
     } else if (arg == "--quick") {
       o.quick = true;
     } else {
@@ -79,12 +86,18 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Median TFLOP/s of `matmul` over opts.iters timed runs after opts.warmup untimed ones.
+// Median TFLOP/s of `matmul` over opts.iters timed runs after opts.warmup untimed ones, and
+// after opts.warmup_ms of them.
 double time_matmul(const cublaslt::Matmul& matmul, const Shape& s, const void* a, const void* b,
                    void* d, const cublaslt::DeviceMemory& workspace, const cublaslt::Stream& stream,
                    const Options& opts) {
   const cudaStream_t st = stream.get();
-  for (int i = 0; i < opts.warmup; ++i) matmul.enqueue(a, b, d, workspace.get(), st);
+  const auto warm_until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.warmup_ms);
+  for (int done = 0; done < opts.warmup || std::chrono::steady_clock::now() < warm_until;) {
+    for (int i = 0; i < 5; ++i, ++done) matmul.enqueue(a, b, d, workspace.get(), st);
+    SD_CUDA_CHECK(cudaStreamSynchronize(st));
+  }
   std::vector<CudaEvent> start(static_cast<std::size_t>(opts.iters));
   std::vector<CudaEvent> stop(static_cast<std::size_t>(opts.iters));
   // Back to back, as in a training step: the events bracket each GEMM on the GPU's timeline.
@@ -158,8 +171,8 @@ int run(const Options& opts) {
   std::printf(
       "# cuBLASLt FP8 (e4m3 x e4m3 -> bf16, fast accumulation) vs BF16 GEMM, TN layout, "
       "fp32 compute, 32 MiB workspace\n# %s, %s; median of %d iterations after %d "
-      "warm-up\n",
-      cublaslt::library_version().c_str(), gpu.c_str(), opts.iters, opts.warmup);
+      "warm-up and at least %d ms of them\n",
+      cublaslt::library_version().c_str(), gpu.c_str(), opts.iters, opts.warmup, opts.warmup_ms);
 
   // Operands: every shape uses a prefix of the largest buffers.
   const cublaslt::Stream stream;

@@ -7,7 +7,8 @@
 
 namespace shakedown::kernels {
 
-// dst[i] = src[i] for n doubles (STREAM copy), on every SM, asynchronous on `stream`.
+// dst[i] = src[i] for n doubles (STREAM copy), on every SM, asynchronous on `stream`; the
+// arrays 16-byte aligned (as from cudaMalloc).
 void launch_copy(double* dst, const double* src, std::uint64_t n, void* stream);
 // a[i] = b[i] + s * c[i] for n doubles (STREAM triad), asynchronous.
 void launch_triad(double* a, const double* b, const double* c, double s, std::uint64_t n,

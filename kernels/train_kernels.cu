@@ -22,6 +22,7 @@ namespace shakedown::kernels {
 namespace {
 
 constexpr unsigned kTile = 32;  // transpose tile (kTile x kTile, kTile x 8 threads)
+static_assert(kMaxTransposeRows == 65535LL * kTile, "kMaxTransposeRows: 32-row tiles");
 
 void check_shape(std::int64_t count, const char* what) {
   if (count < 0) throw InternalError(std::string(what) + ": negative element count");
@@ -102,7 +103,7 @@ void transpose(const In* in, std::int64_t rows, std::int64_t cols, float* out, v
   check_shape(cols, "launch_transpose");
   if (rows == 0 || cols == 0) return;
   const std::int64_t by = (rows + kTile - 1) / kTile;
-  if (by > 65535) throw InternalError("launch_transpose: more than 2 Mi rows");
+  if (rows > kMaxTransposeRows) throw InternalError("launch_transpose: too many rows");
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>(by));
   transpose_kernel<In><<<grid, dim3(kTile, 8), 0, as_stream(stream)>>>(in, rows, cols, out);
   check_launch();

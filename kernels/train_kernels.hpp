@@ -26,6 +26,8 @@ void launch_widen_bf16(const std::uint16_t* in, std::int64_t count, float* out, 
 // x[i] += y[i].
 void launch_add(float* x, const float* y, std::int64_t count, void* stream);
 
+// The most rows the transposes take: 32-row tiles on the grid's y (65,535 blocks at most).
+inline constexpr std::int64_t kMaxTransposeRows = 65535LL * 32;
 // out [cols, rows] = in [rows, cols]^T, fp32 (the FP8 transposed copies are quantised from it).
 void launch_transpose(const float* in, std::int64_t rows, std::int64_t cols, float* out,
                       void* stream);

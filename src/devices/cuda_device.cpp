@@ -237,11 +237,14 @@ class CudaDevice final : public Device {
 
   std::vector<LinkState> links_under_load() override {
     SD_CUDA_CHECK(cudaSetDevice(device_));
-    // Host->device copies for a while (64 x 64 MiB: ~80 ms at Gen5 x16), the link read every
-    // millisecond while they run: a GPU raises its link speed under load within a few ms, so
-    // the best reading is the link's; one that trained down never reads its maximum.
+    // Host->device copies for a while (4 GiB: ~70 ms at Gen5 x16, whatever devices.copy_bytes
+    // is), the link read every millisecond while they run: a GPU raises its link speed under
+    // load within a few ms, so the best reading is the link's; one that trained down never
+    // reads its maximum.
     cudaStream_t s = measured_.get();
-    for (int i = 0; i < 4 * kCopiesPerTrial; ++i) h2d(s);
+    const std::uint64_t copies = std::clamp<std::uint64_t>(
+        (4ull << 30) / std::max<std::uint64_t>(copy_bytes_, 1), 4 * kCopiesPerTrial, 65536);
+    for (std::uint64_t i = 0; i < copies; ++i) h2d(s);
     LinkState best;
     bool read_under_load = false;
     for (int reads = 0; reads < 10000; ++reads) {

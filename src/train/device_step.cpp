@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -346,16 +345,19 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
   s.dp_rank = dp.rank();
   s.linears = layer_linears(config.shape, config.parallel.tp);
   s.tokens = config.micro_batch * config.seq_len;
+  if (s.tokens > kernels::kMaxTransposeRows) {
+    throw UsageError("train: micro_batch x seq_len is " + std::to_string(s.tokens) +
+                     " tokens per step; the GPU step takes at most " +
+                     std::to_string(kernels::kMaxTransposeRows) +
+                     " (its transposes' grid): lower train.micro_batch or train.seq_len");
+  }
   s.rows = config.parallel.sequence_parallel ? s.tokens / config.parallel.tp : s.tokens;
   s.attention = attention_geometry(config);
   const ModelShape& m = config.shape;
   const int layers = m.layers;
   const std::int64_t T = s.tokens;
 
-  // Buckets padded to a multiple of 64 elements as well as of dp: every tensor's gradient then
-  // starts 256-byte aligned, as cuBLASLt's fastest kernels want for D.
-  const std::int64_t divisor = std::lcm<std::int64_t>(64, s.dp_size);
-  plan_ = plan_step_buckets(config, divisor);
+  plan_ = plan_step_buckets(config, s.dp_size);
   s.plan = &plan_;
   const std::int64_t total = plan_.total_padded;
   s.master = floats(total);
@@ -522,12 +524,14 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
 
 DeviceTrainStep::~DeviceTrainStep() {
   // Nothing in flight may still use the buffers freed next. Left by an exception (a failed
-  // peer, the watchdog), NCCL kernels may wait forever: the communicators are aborted first,
-  // as they would be next when the phase's unwinding reaches them.
+  // peer, the watchdog) with collectives posted and not seen to finish, NCCL kernels may wait
+  // forever: those communicators are aborted first, as they would be next when the phase's
+  // unwinding reaches them. One with nothing in flight is left alone (NcclComm's own rule:
+  // aborting may wait for ranks that never come), whatever the exception was.
   if (s_) {
     if (std::uncaught_exceptions() > 0) {
-      s_->tp.abort();
-      s_->dp.abort();
+      if (s_->tp.in_flight()) s_->tp.abort();
+      if (s_->dp.in_flight()) s_->dp.abort();
     }
     (void)cudaStreamSynchronize(s_->compute);
     (void)cudaStreamSynchronize(s_->tp_stream);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <thread>
 #include <utility>
@@ -322,14 +323,14 @@ AttentionGeometry attention_geometry(const StepConfig& config) {
   return a;
 }
 
-BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t divisor) {
+BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t dp_size) {
   std::vector<std::int64_t> sizes;
   const std::vector<LinearShape> linears = layer_linears(config.shape, config.parallel.tp);
   for (int l = 0; l < config.shape.layers; ++l) {
     for (const LinearShape& lin : linears) sizes.push_back(lin.n * lin.k);
   }
   return plan_buckets(sizes, 4, config.first_bucket_mb * 1024.0 * 1024.0,
-                      config.bucket_mb * 1024.0 * 1024.0, divisor);
+                      config.bucket_mb * 1024.0 * 1024.0, std::lcm<std::int64_t>(64, dp_size));
 }
 
 double rank_flops_per_step(const StepConfig& config) {
@@ -353,7 +354,7 @@ TrainStep::TrainStep(const StepConfig& config, GemmEngine& engine, MpiComm& tp, 
   s.tokens = config.micro_batch * config.seq_len;
   s.attention = attention_geometry(config);
   const int layers = config.shape.layers;
-  plan_ = plan_step_buckets(config, config.parallel.zero == 1 ? s.dp_size : 1);
+  plan_ = plan_step_buckets(config, s.dp_size);
   s.plan_bucket = plan_.tensor_bucket;
   const auto total = static_cast<std::size_t>(plan_.total_padded);
   s.master.assign(total, 0.0f);

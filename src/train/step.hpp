@@ -102,8 +102,10 @@ class Step {
   virtual double flops_per_step() const = 0;         // this rank's share (model FLOPs / tp)
   virtual std::int64_t tokens_per_step() const = 0;  // this replica's tokens
   // For tests comparing the two steps: the fp32 master weights and the last step's gradient
-  // buffer (reduced under zero 0), both in the bucket layout, and each FP8 tensor's scale (in
-  // scaling_slot order) as the next step will use it.
+  // buffer (reduced under zero 0), both in the bucket layout (the same in both steps), and each
+  // FP8 tensor's scale (in scaling_slot order) as the next step will use it under delayed
+  // scaling; under current scaling the device step gives the last step's own scales and the
+  // host step its unused delayed state (1), so tests compare them under delayed scaling only.
   virtual std::vector<float> master_weights() const = 0;
   virtual std::vector<float> gradients() const = 0;
   virtual std::vector<float> scales() const = 0;
@@ -117,8 +119,10 @@ class Step {
 // recomputed scores are not model FLOPs, as MFU counts them).
 double rank_flops_per_step(const StepConfig& config);
 // The gradient buckets of the step (the forward-order tensors of every layer), each padded to a
-// multiple of `divisor` elements.
-BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t divisor);
+// multiple of 64 elements and of `dp_size` (ZeRO 1's equal shards): every tensor then starts
+// 256-byte aligned, as cuBLASLt's fastest kernels want for D, and the host and device steps
+// lay their parameters and gradients out alike.
+BucketPlan plan_step_buckets(const StepConfig& config, std::int64_t dp_size);
 // UsageError when sequence parallelism is asked and tp does not divide the tokens.
 void check_step(const StepConfig& config);
 

@@ -7,6 +7,12 @@ expect_rc 0 $? "topo"
 expect_in "$TMP/topo" "4 ranks on 2 nodes" "topo header"
 expect_in "$TMP/topo" "^  3 +1 +1 +" "topo row of rank 3"
 expect_in "$TMP/topo" "placement.ranks_per_node" "topo checks"
+# hwloc without its plugins (libhwloc-plugins not installed, or HWLOC_PLUGINS_PATH elsewhere, as
+# on a GPU machine running device-check.sh's bundle): the GL and OpenCL components it is asked to
+# leave out do not exist, which is no error.
+mkdir -p "$TMP/no-plugins"
+HWLOC_PLUGINS_PATH="$TMP/no-plugins" "$SHAKEDOWN" topo >"$TMP/topo1" 2>&1
+expect_rc 0 $? "topo with no hwloc plugins"
 
 xml="$SHAKEDOWN_SOURCE_DIR/tests/data/topology/dgx_like.xml"
 "$SHAKEDOWN" plan --nodes 2 --ranks-per-node 8 --topology-xml "$xml" >"$TMP/plan" 2>&1

@@ -2,22 +2,11 @@
 
 #include "core/cuda_check.hpp"
 #include "kernels/device_kernels.hpp"
+#include "kernels/launch.cuh"
 
 namespace shakedown::kernels {
 
 namespace {
-
-constexpr int kThreads = 512;
-
-// Enough blocks to fill every SM several times; a grid-stride loop covers the rest.
-unsigned grid_for(std::uint64_t n) {
-  int device = 0, sms = 0;
-  SD_CUDA_CHECK(cudaGetDevice(&device));
-  SD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::uint64_t needed = (n + kThreads - 1) / kThreads;
-  const std::uint64_t most = static_cast<std::uint64_t>(sms) * 8;
-  return static_cast<unsigned>(needed < most ? (needed > 0 ? needed : 1) : most);
-}
 
 // HBM reaches its bandwidth only with many bytes in flight per SM (Little's law: ~15 KB per SM
 // on an H100 at one 8-byte load per resident thread, too few): the STREAM kernels load 16 bytes
@@ -28,18 +17,18 @@ constexpr int kUnroll = 4;
 // f(i) over the double2 indices [0, pairs), kUnroll per thread per round.
 template <class F>
 __device__ void for_pairs(std::uint64_t pairs, F f) {
-  const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+  const std::uint64_t threads = thread_stride();
+  std::uint64_t i = thread_index();
   for (; i + (kUnroll - 1) * threads < pairs; i += kUnroll * threads)
-    f.template round<kUnroll>(i, threads);
-  for (; i < pairs; i += threads) f.template round<1>(i, threads);
+    f.template run<kUnroll>(i, threads);
+  for (; i < pairs; i += threads) f.template run<1>(i, threads);
 }
 
 struct CopyRound {
   double2* __restrict__ dst;
   const double2* __restrict__ src;
   template <int N>
-  __device__ void round(std::uint64_t i, std::uint64_t threads) const {
+  __device__ void run(std::uint64_t i, std::uint64_t threads) const {
     double2 v[N];
 #pragma unroll
     for (int u = 0; u < N; ++u) v[u] = src[i + u * threads];
@@ -54,7 +43,7 @@ struct TriadRound {
   const double2* __restrict__ c;
   double s;
   template <int N>
-  __device__ void round(std::uint64_t i, std::uint64_t threads) const {
+  __device__ void run(std::uint64_t i, std::uint64_t threads) const {
     double2 x[N], y[N];
 #pragma unroll
     for (int u = 0; u < N; ++u) {
@@ -82,11 +71,7 @@ __global__ void triad_kernel(double* __restrict__ a, const double* __restrict__ 
 }
 
 __global__ void fill_kernel(double* p, double value, std::uint64_t n) {
-  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += stride) {
-    p[i] = value;
-  }
+  for (std::uint64_t i = thread_index(); i < n; i += thread_stride()) p[i] = value;
 }
 
 __global__ void spin_kernel(volatile int* flag, long long timeout_cycles) {
@@ -106,18 +91,18 @@ void check_launch() {
 }  // namespace
 
 void launch_copy(double* dst, const double* src, std::uint64_t n, void* stream) {
-  copy_kernel<<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dst, src, n);
+  copy_kernel<<<grid_for(n / 2), kBlock, 0, as_stream(stream)>>>(dst, src, n);
   check_launch();
 }
 
 void launch_triad(double* a, const double* b, const double* c, double s, std::uint64_t n,
                   void* stream) {
-  triad_kernel<<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(a, b, c, s, n);
+  triad_kernel<<<grid_for(n / 2), kBlock, 0, as_stream(stream)>>>(a, b, c, s, n);
   check_launch();
 }
 
 void launch_fill(double* p, double value, std::uint64_t n, void* stream) {
-  fill_kernel<<<grid_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, value, n);
+  fill_kernel<<<grid_for(n), kBlock, 0, as_stream(stream)>>>(p, value, n);
   check_launch();
 }
 
@@ -126,7 +111,7 @@ void launch_spin(volatile int* flag, std::uint32_t timeout_ms, void* stream) {
   SD_CUDA_CHECK(cudaGetDevice(&device));
   SD_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
   const long long cycles = static_cast<long long>(khz > 0 ? khz : 2000000) * timeout_ms;
-  spin_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, cycles);
+  spin_kernel<<<1, 1, 0, as_stream(stream)>>>(flag, cycles);
   check_launch();
 }
 

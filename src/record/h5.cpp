@@ -783,13 +783,9 @@ int direct_deflate_level(const AppendCache::Entry& e) {
   return std::clamp(static_cast<int>(values[0]), 1, 9);
 }
 
-}  // namespace
-
-namespace {
-
 // HDF5's shuffle filter: byte j of element i goes to j * n + i. The element size is a template
 // argument for the row types (float32; float64, int64, uint64), so the loops run over constant
-// strides.
+// strides; other sizes (an int16 or uint8 row) take the general loop.
 template <std::size_t E>
 void shuffle_fixed(const unsigned char* in, unsigned char* out, std::size_t n) {
   for (std::size_t j = 0; j < E; ++j) {

@@ -324,7 +324,9 @@ struct DeviceTrainStep::State {
   const BucketPlan* plan = nullptr;
 };
 
-DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclComm& dp)
+// A device allocation that fails names what to shrink (the step allocates everything here, none
+// in a step); `shakedown plan` gives the budget before a run.
+DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclComm& dp) try
     : s_(std::make_unique<State>(config, tp, dp)) {
   State& s = *s_;
   check_step(config);
@@ -520,6 +522,13 @@ DeviceTrainStep::DeviceTrainStep(const StepConfig& config, NcclComm& tp, NcclCom
   timings_.assign(nb, {});
   flops_ = rank_flops_per_step(config);
   s.wait_streams(true);
+} catch (const OutOfMemory& e) {
+  throw OutOfMemory(
+      std::string(e.what()) +
+          "; the GPU step's weights, gradients, Adam state and activations do not fit "
+          "this GPU (`shakedown plan` gives the memory budget): lower train.layers, "
+          "train.seq_len or train.micro_batch, raise train.tp, or set train.zero: 1",
+      e.detail());
 }
 
 DeviceTrainStep::~DeviceTrainStep() {

@@ -48,7 +48,8 @@ cd "$root" || exit 1
 budget=${SHAKEDOWN_DEVICE_BUDGET_S:-420}
 build=${SHAKEDOWN_BUILD_DIR:-build-device}
 bundle="build-device-bundle"
-deadline=$((SECONDS + budget))
+# 15 s of the budget are kept for the table and the archive at the end.
+deadline=$((SECONDS + budget - 15))
 jobs=$(nproc 2>/dev/null || echo 4)
 
 results=()  # "name|result|detail"
@@ -69,10 +70,10 @@ print_table() {
   done
   echo
 }
-# The table, then (under the device tool) the table and one archive of the logs and run files
-# into $OUT, which takes back at most 8 files of 16 MiB; exit with $1.
-finish() {
-  print_table
+# Under the device tool: the table so far and one archive of the logs and run files into $OUT,
+# which takes back at most 8 files of 16 MiB. After every step, so that a command killed at its
+# limit still leaves what was done.
+snapshot() {
   if [[ -n "${OUT:-}" && -n "$out" && -d "$out" && "$out" != "$OUT" ]]; then
     print_table >"$OUT/device-check-table.txt"
     local files
@@ -80,8 +81,14 @@ finish() {
     # The run files too while they fit (the summary of each is in its log anyway).
     if (($(du -sk "$out" | cut -f1) < 15000)); then files=$(cd "$out" && ls); fi
     # shellcheck disable=SC2086  # file names without spaces, ours
-    [[ -n "$files" ]] && tar -C "$out" -czf "$OUT/device-check-logs.tar.gz" $files
+    [[ -n "$files" ]] && timeout 60 tar -C "$out" -czf "$OUT/device-check-logs.tar.gz" $files
   fi
+  return 0
+}
+# The table, the snapshot, exit with $1.
+finish() {
+  print_table
+  snapshot
   exit "$1"
 }
 die() {
@@ -99,6 +106,33 @@ slice() {
   if ((l < $1)); then echo "$l"; else echo "$1"; fi
 }
 need_time() { (($(left) >= $1)) || die "time budget (${budget}s) used up before: $2"; }
+# The row of a `shakedown` step named $1 that ended with exit code $2 (its output in $3; $4: the
+# detail when it passed, its verdict without one). Exit 1 is a failed check when the run got to
+# its verdict, else mpirun's own failure to launch; 2 a usage error (this script's command or a
+# rule the GPU path adds); each of those is a failure here, with its reason.
+judge() {
+  local name=$1 rc=$2 log=$3 detail=${4:-} verdict
+  verdict=$(sed -n 's/^verdict: \(.\{0,70\}\).*/\1/p' "$log" | tail -1)
+  case $rc in
+    0)
+      results+=("$name|OK|${detail:-$verdict}")
+      return 0
+      ;;
+    1)
+      if [[ -n "$verdict" ]]; then
+        results+=("$name|FAILED|checks failed: $verdict")
+      else
+        results+=("$name|FAILED|exit code 1 before any verdict (the launch?), see $log")
+      fi
+      ;;
+    2) results+=("$name|FAILED|usage error: $(grep -m 1 -E '^shakedown: .*(error|: [a-z_]+\.[a-z_]+: )' "$log" | cut -c12-110)") ;;
+    124 | 137) results+=("$name|FAILED|killed at its time limit, see $log") ;;
+    *) results+=("$name|FAILED|exit code $rc, see $log") ;;
+  esac
+  failed=1
+  tail -30 "$log"
+  return 1
+}
 # Whether step $1 can run: shakedown built (or carried), CUDA sees the GPU unless $3 is "any",
 # and at least $2 s left; else an N/A row saying which was missing.
 can_run() {
@@ -148,11 +182,13 @@ find_cuda_lib() {
   return 1
 }
 
-# A hash of the sources a bundle is built from: src, kernels, tests, bench, cmake and the build
-# files (found, not asked of git: the GPU machine's copy of the tree may have no .git).
-sources_hash() {
-  find src kernels tests bench cmake CMakeLists.txt -type f -print0 2>/dev/null | sort -z |
-    xargs -0 sha256sum | sha256sum | cut -c1-16
+# The files a bundle is built from (the sources, the build files and what the build compiles in:
+# configs/, scripts/build_info.cmake) with their sha256, one per line in C order; found, not
+# asked of git (the GPU machine's copy of the tree may have no .git).
+sources_list() {
+  find src kernels tests/gpu tests/CMakeLists.txt bench cmake CMakeLists.txt configs \
+    scripts/build_info.cmake -type f ! -name '*.md' -print0 2>/dev/null | LC_ALL=C sort -z |
+    xargs -0 sha256sum
 }
 
 # Ninja for new build folders when installed (CMake's default generator; a folder already
@@ -162,6 +198,9 @@ if [[ -z "${CMAKE_GENERATOR:-}" ]] && command -v ninja >/dev/null; then export C
 # ---------------------------------------------------------------- --bundle (build machine side)
 if [[ "${1:-}" == "--bundle" ]]; then
   bbuild=${SHAKEDOWN_BUILD_DIR:-build-device-bundle-build}
+  # The sources as built: taken before the build and compared after packing (an edit meanwhile
+  # may or may not be in the programs).
+  sources_before=$(sources_list)
   # --as-needed: the programs use only a few of the libraries the CMake targets link, and the
   # bundle must stay small enough to carry (libnccl itself is taken from the GPU machine).
   cmake -S . -B "$bbuild" -DCMAKE_BUILD_TYPE=Release -DSHAKEDOWN_CUDA=ON \
@@ -206,27 +245,32 @@ if [[ "${1:-}" == "--bundle" ]]; then
     mkdir -p "$stage/lib/hwloc"
     cp "/usr/lib/$multiarch/hwloc/hwloc_pci.so" "$stage/lib/hwloc/"
   fi
-  # Everything ldd resolves for all of those, except the C/C++ runtime (the GPU machine's own is
-  # newer), the driver, NCCL and cuBLAS(Lt) (hundreds of MB; found there).
+  # Everything ldd resolves for all of those, except the C/C++ runtime and the rest of glibc (the
+  # GPU machine's own must match its libc), the driver, NCCL and cuBLAS(Lt) (hundreds of MB;
+  # found there).
   mapfile -t loaded < <(find "$stage/bin" "$stage/usr" "$stage/lib" -type f \( -perm -u+x -o \
     -name '*.so*' \))
   ldd "${loaded[@]}" 2>/dev/null | awk '/=> \// {print $1, $3}' | sort -u |
     while read -r name path; do
       case "$name" in
-        libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++.so* | \
+        libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libresolv.so* | \
+          libnss_* | libanl.so* | libutil.so* | libmvec.so* | libthread_db.so* | libstdc++.so* | \
           libgcc_s.so* | libcuda.so* | libnvidia* | libnccl.so* | libcublas.so* | libcublasLt.so*) ;;
         *) [[ -e "$stage/lib/$name" ]] || cp -L "$path" "$stage/lib/$name" ;;
       esac
     done
+  [[ "$(sources_list)" == "$sources_before" ]] ||
+    die "sources changed while the bundle was built: run scripts/device-check.sh --bundle again"
   rm -rf "$bundle"
   mkdir -p "$bundle"
+  echo "$sources_before" >"$bundle/SOURCES"
   # Compressed: the libraries (OpenBLAS alone is 36 MB) must fit what travels to the GPU machine.
   tar -C "$stage" -cf - bin lib usr | gzip -9 >"$bundle/bundle.tar.gz"
   {
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)," \
       "$(git status --short 2>/dev/null | wc -l) changed files"
-    echo "sources $(sources_hash)"
+    echo "sources $(sha256sum <"$bundle/SOURCES" | cut -c1-16)"
     echo "needs $(objdump -T "${loaded[@]}" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
     # The cuBLASLt soname the loader asks for (core/gpu_libraries.cpp: the headers' major).
     echo "cublaslt libcublasLt.so.$(sed -n 's/^#define CUBLAS_VER_MAJOR \([0-9]*\).*/\1/p' \
@@ -254,6 +298,9 @@ fi
 say "GPUs:"
 while IFS= read -r line; do echo "  $line"; done <<<"$gpus"
 gpu_name=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+# The python3 that has h5py, for reading the run files (Debian's python3-h5py is /usr/bin's).
+py=python3
+/usr/bin/python3 -c 'import h5py' 2>/dev/null && py=/usr/bin/python3
 
 # A folder of its own for each run (the run files are never overwritten: a rerun on the same
 # machine would otherwise stop at the first).
@@ -267,10 +314,10 @@ bench_bin=""
 bench_skip=""
 if [[ -f "$bundle/bundle.tar.gz" ]]; then
   say "using the prebuilt bundle in $bundle/ (no build): $(tr '\n' ' ' <"$bundle/BUILT" 2>/dev/null)"
-  built_from=$(sed -n 's/^sources //p' "$bundle/BUILT" 2>/dev/null)
-  here=$(sources_hash)
-  if [[ "$built_from" != "$here" ]]; then
-    results+=("bundle built from these sources|FAILED|built from ${built_from:-unknown}, these are $here: rerun scripts/device-check.sh --bundle")
+  changed=$(diff <(cat "$bundle/SOURCES" 2>/dev/null) <(sources_list) | sed -n 's/^[<>] [0-9a-f]*  //p' |
+    sort -u | head -3 | tr '\n' ' ')
+  if [[ ! -f "$bundle/SOURCES" || -n "$changed" ]]; then
+    results+=("bundle built from these sources|FAILED|${changed:+differ: $changed}rerun scripts/device-check.sh --bundle")
     failed=1
   fi
   read -r nccl_lib _ < <(find_nccl) || die "no libnccl.so.2 on this machine (looked in" \
@@ -291,14 +338,14 @@ if [[ -f "$bundle/bundle.tar.gz" ]]; then
   done
   unpacked=$(mktemp -d)
   trap 'rm -rf "$unpacked"' EXIT
-  tar -C "$unpacked" -xzf "$bundle/bundle.tar.gz" || die "cannot unpack $bundle/bundle.tar.gz"
+  timeout 120 tar -C "$unpacked" -xzf "$bundle/bundle.tar.gz" || die "cannot unpack $bundle/bundle.tar.gz"
   extra=""
   [[ -d /usr/local/nvidia/lib64 ]] && extra=":/usr/local/nvidia/lib64"
   libs="$unpacked/lib:$nccl_lib$lt_dirs$extra"
   # Only the bundle's programs see its libraries (this machine's python3 keeps its own).
   run_env=(env "LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
   gpu_tests="$unpacked/bin/gpu_tests"
-  missing=$("${run_env[@]}" ldd "$gpu_tests" 2>&1 | grep 'not found')
+  missing=$(timeout 60 "${run_env[@]}" ldd -r "$gpu_tests" 2>&1 | grep -E 'not found|undefined symbol')
   [[ -z "$missing" ]] || die "the bundle's gpu_tests cannot load here:"$'\n'"$missing"
   if [[ -x "$unpacked/bin/bench_gemm_gpu" ]]; then
     bench_bin="$unpacked/bin/bench_gemm_gpu"
@@ -317,12 +364,12 @@ if [[ -f "$bundle/bundle.tar.gz" ]]; then
     [[ -n "$pmix_prefix" ]] && run_env+=("PMIX_PREFIX=$pmix_prefix"
       "PMIX_PKGDATADIR=$pmix_prefix/share/pmix"
       "PMIX_MCA_mca_base_component_path=$pmix_prefix/lib/pmix")
-    missing=$("${run_env[@]}" ldd "$unpacked/bin/shakedown" 2>&1 | grep 'not found')
+    missing=$(timeout 60 "${run_env[@]}" ldd -r "$unpacked/bin/shakedown" 2>&1 | grep -E 'not found|undefined symbol')
     if [[ -n "$missing" ]]; then
       results+=("bundle's shakedown loads here|FAILED|$(head -1 <<<"$missing" | cut -c1-90)")
       failed=1
       phase_skip="the bundle's shakedown cannot load here"
-    elif ! "${run_env[@]}" "$unpacked/bin/shakedown" --version >"$out/version.log" 2>&1; then
+    elif ! timeout -k 5 60 "${run_env[@]}" "$unpacked/bin/shakedown" --version >"$out/version.log" 2>&1; then
       results+=("bundle's shakedown --version|FAILED|see $out/version.log")
       failed=1
       phase_skip="the bundle's shakedown does not start here"
@@ -346,7 +393,7 @@ else
       "scripts/install-deps.sh first"
   fi
   need_time 60 "installing dependencies"
-  if ! timeout "$(slice 150)" bash scripts/install-deps.sh >"$out/install.log" 2>&1; then
+  if ! timeout -k 10 "$(slice 150)" bash scripts/install-deps.sh >"$out/install.log" 2>&1; then
     die "shakedown's packages are missing and scripts/install-deps.sh could not install them" \
       "(no network or no apt? see $out/install.log). Build a bundle on a machine that has them:" \
       "scripts/device-check.sh --bundle, and carry $bundle/ to this one."
@@ -361,28 +408,28 @@ else
     export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   need_time 60 "configure"
-  timeout "$(slice 120)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  timeout -k 10 "$(slice 120)" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DSHAKEDOWN_CUDA=ON "${nccl_args[@]}" >"$out/configure.log" 2>&1 ||
     die "configure with -DSHAKEDOWN_CUDA=ON (see $out/configure.log):"$'\n'"$(tail -20 "$out/configure.log")"
   need_time 60 "build of gpu_tests"
-  timeout "$(slice 300)" cmake --build "$build" -j "$jobs" --target gpu_tests >"$out/build.log" 2>&1 ||
+  timeout -k 10 "$(slice 300)" cmake --build "$build" -j "$jobs" --target gpu_tests >"$out/build.log" 2>&1 ||
     die "build of gpu_tests (see $out/build.log):"$'\n'"$(grep -m 20 -E 'error|Error' "$out/build.log")"
   gpu_tests="$build/tests/gpu_tests"
   # The GEMM benchmark: one more file on top of gpu_tests' libraries, so seconds; its failure to
   # build does not hide the test results.
   if (($(left) > 60)) &&
-    timeout "$(slice 120)" cmake --build "$build" -j "$jobs" --target bench_gemm_gpu >>"$out/build.log" 2>&1; then
+    timeout -k 10 "$(slice 120)" cmake --build "$build" -j "$jobs" --target bench_gemm_gpu >>"$out/build.log" 2>&1; then
     bench_bin="$build/bench/bench_gemm_gpu"
   else
-    results+=("build bench_gemm_gpu|FAIL|see $out/build.log")
+    results+=("build bench_gemm_gpu|FAILED|see $out/build.log")
     failed=1
   fi
   # The CLI only for the phases step; its failure to build does not hide the test results.
   if (($(left) > 120)) &&
-    timeout "$(slice 180)" cmake --build "$build" -j "$jobs" --target shakedown >>"$out/build.log" 2>&1; then
+    timeout -k 10 "$(slice 180)" cmake --build "$build" -j "$jobs" --target shakedown >>"$out/build.log" 2>&1; then
     shakedown_bin="$build/shakedown"
   else
-    results+=("build shakedown|FAIL|see $out/build.log")
+    results+=("build shakedown|FAILED|see $out/build.log")
     failed=1
   fi
 fi
@@ -390,7 +437,7 @@ fi
 # ---------------------------------------------------------------- GPU tests
 need_time 30 "gpu_tests"
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-timeout "$(slice 200)" "${run_env[@]}" "$gpu_tests" --gtest_color=no >"$out/gpu_tests.log" 2>&1
+timeout -k 10 "$(slice 200)" "${run_env[@]}" "$gpu_tests" --gtest_color=no >"$out/gpu_tests.log" 2>&1
 rc=$?
 # One row per finished test: "[       OK ] Suite.Name (12 ms)", FAILED / SKIPPED alike, and a
 # parameterised one's "[  FAILED  ] All/Suite.Name/all_reduce, where GetParam() = ... (12 ms)".
@@ -414,27 +461,22 @@ grep -E '^(gelu|swiglu)[^:]* tensor [0-9]+:|^step .* TFLOP/s|GB/s' "$out/gpu_tes
 # devices): nothing on the GPU was checked.
 no_cuda=$(grep -m 1 'no CUDA device' "$out/gpu_tests.log")
 
+snapshot
+
 # ---------------------------------------------------------------- train phase on the GPU
 if can_run "shakedown run train (device-resident, cuBLASLt + NCCL)" 40; then
   # 1 rank: the synthetic FP8 training step device-resident on the GPU (cuBLASLt GEMMs, NCCL;
   # every dimension a multiple of 16): step time, TFLOP/s per rank and MFU against the
   # platform's FP8 figure, from the train block of the summary.
-  timeout "$(slice 120)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases train \
+  timeout -k 10 "$(slice 120)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases train \
     --set train.engine=cublaslt --set train.hidden=4096 --set train.heads=32 \
     --set train.layers=4 --set train.seq_len=2048 --set train.steps=10 \
     --out "$out/train.h5" >"$out/train.log" 2>&1
-  trc=$?
-  case $trc in
-    0 | 1) results+=("shakedown run train (device-resident, cuBLASLt + NCCL)|OK|$(grep -m 1 -E '^  step ' "$out/train.log" | cut -c3-60)") ;;
-    2) results+=("shakedown run train (device-resident, cuBLASLt + NCCL)|N/A|usage error: $(grep -m 1 -iE 'error' "$out/train.log" | cut -c1-80)") ;;
-    *)
-      results+=("shakedown run train (device-resident, cuBLASLt + NCCL)|FAILED|exit code $trc, see $out/train.log")
-      failed=1
-      ;;
-  esac
+  judge "shakedown run train (device-resident, cuBLASLt + NCCL)" $? "$out/train.log" \
+    "$(grep -m 1 -E '^  step ' "$out/train.log" | cut -c3-60)"
   sed -n '/^train (/,/^$/p' "$out/train.log" | head -8
-  [[ $trc -le 1 ]] || tail -30 "$out/train.log"
 fi
+snapshot
 
 # ---------------------------------------------------------------- devices phase on the GPU
 if can_run "shakedown run devices (GPU memory, PCIe)" 40; then
@@ -449,21 +491,12 @@ if can_run "shakedown run devices (GPU memory, PCIe)" 40; then
     *H100*) hbm="3350 H100-SXM" ;;
     *) hbm="" ;;
   esac
-  timeout "$(slice 90)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases devices \
+  timeout -k 10 "$(slice 90)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases devices \
     --set devices.path=cuda --out "$out/devices.h5" >"$out/devices.log" 2>&1
-  drc=$?
-  case $drc in
-    0 | 1) results+=("shakedown run devices (GPU memory, PCIe)|OK|$(sed -n 's/^verdict: \(.\{0,60\}\).*/\1/p' "$out/devices.log")") ;;
-    2) results+=("shakedown run devices (GPU memory, PCIe)|N/A|usage error: $(grep -m 1 -iE 'error' "$out/devices.log" | cut -c1-80)") ;;
-    *)
-      results+=("shakedown run devices (GPU memory, PCIe)|FAILED|exit code $drc, see $out/devices.log")
-      failed=1
-      ;;
-  esac
+  judge "shakedown run devices (GPU memory, PCIe)" $? "$out/devices.log"
   sed -n '/^devices (/,/^$/p; /devices\./p' "$out/devices.log" | cut -c1-200 | head -16
-  [[ $drc -le 1 ]] || tail -30 "$out/devices.log"
   # shellcheck disable=SC2086,SC2015  # $hbm is "GB/s name" or empty; a failed summary is no failure
-  [[ -f "$out/devices.h5" ]] && timeout 60 python3 - "$out/devices.h5" $hbm <<'PY' || true
+  [[ -f "$out/devices.h5" ]] && timeout -k 5 "$(slice 30)" "$py" - "$out/devices.h5" $hbm <<'PY' || true
 import sys, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r")
 hbm = (float(sys.argv[2]), sys.argv[3]) if len(sys.argv) > 3 else None
@@ -478,10 +511,11 @@ if "/devices/memory/ce_copy" in f:
     print("  copy kernel / cudaMemcpyAsync D2D: %.2f (target >= 0.9)" % (med("copy") / med("ce_copy")))
 if "/devices/pcie_current_GTs" in f:
     g = lambda n: f["/devices/" + n][()][0]
-    print("  PCIe under load: %g GT/s x%d of %g GT/s x%d" % (g("pcie_current_GTs"), g("pcie_current_width"), g("pcie_max_GTs"), g("pcie_max_width")))
+    print("  PCIe under load: %g GT/s x%g of %g GT/s x%g" % (g("pcie_current_GTs"), g("pcie_current_width"), g("pcie_max_GTs"), g("pcie_max_width")))
 print("  free after the runtime started: %.1f GiB" % (f["/devices/free_bytes"][()][0] / 2**30))
 PY
 fi
+snapshot
 
 # ---------------------------------------------------------------- collectives + gemm phases
 if can_run "shakedown run collectives (nccl) + gemm (cublaslt)" 60; then
@@ -489,22 +523,13 @@ if can_run "shakedown run collectives (nccl) + gemm (cublaslt)" 60; then
   # layer's shapes plus 8192^3, every output hashed and 16 rows checked against fp64). An exit
   # code 2 (usage) is reported with its message.
   # shellcheck disable=SC2086  # SHAKEDOWN_DEVICE_RUN_ARGS is a list of words
-  timeout "$(slice 200)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases collectives,gemm \
+  timeout -k 10 "$(slice 200)" "${run_env[@]}" scripts/mpirun-local.sh -n 1 "$shakedown_bin" run --phases collectives,gemm \
     --set collectives.backend=nccl --set 'collectives.dtypes=[float32,bfloat16,fp8_e4m3]' \
     --set collectives.nccl_sizes=8:1G --set gemm.engine=cublaslt --out "$out/phases.h5" \
     ${SHAKEDOWN_DEVICE_RUN_ARGS:-} >"$out/phases.log" 2>&1
-  prc=$?
-  case $prc in
-    0) results+=("shakedown run collectives (nccl) + gemm (cublaslt)|OK|$out/phases.h5") ;;
-    2) results+=("shakedown run collectives (nccl) + gemm (cublaslt)|N/A|usage error: $(grep -m 1 -iE 'error|unknown' "$out/phases.log" | cut -c1-80)") ;;
-    *)
-      results+=("shakedown run collectives (nccl) + gemm (cublaslt)|FAILED|exit code $prc, see $out/phases.log")
-      failed=1
-      ;;
-  esac
+  judge "shakedown run collectives (nccl) + gemm (cublaslt)" $? "$out/phases.log"
   # The gemm table (TFLOP/s per shape, error against fp64) and the verdict.
   sed -n '/^gemm$/,$p' "$out/phases.log" | head -30
-  [[ $prc -le 1 ]] || tail -40 "$out/phases.log"
 fi
 
 # ---------------------------------------------------------------- telemetry of that run
@@ -513,9 +538,7 @@ fi
 # not give, and the telemetry checks.
 if [[ -f "$out/phases.h5" ]]; then
   grep -E 'telemetry' "$out/phases.log" | cut -c1-200 | head -8
-  py=python3  # the one with h5py (Debian's python3-h5py is /usr/bin's)
-  /usr/bin/python3 -c 'import h5py' 2>/dev/null && py=/usr/bin/python3
-  if timeout 60 "$py" - "$out/phases.h5" >"$out/telemetry.txt" 2>&1 <<'PY'; then
+  if timeout -k 5 "$(slice 30)" "$py" - "$out/phases.h5" >"$out/telemetry.txt" 2>&1 <<'PY'; then
 import sys, h5py
 g = h5py.File(sys.argv[1], "r")["/telemetry/node0"]
 a = lambda k: g.attrs[k].decode() if isinstance(g.attrs[k], bytes) else str(g.attrs[k])
@@ -525,6 +548,7 @@ ch = lambda d, s: [i for i in range(len(dev)) if dev[i] == d and sig[i] == s]
 gpus = sorted({d for d in dev if d.startswith("gpu")})
 if not gpus:
     print("  no GPU sampled: " + a("notes").replace("\n", "; "))
+    sys.exit(1)
 for d in gpus:
     for p, name in enumerate(phases):
         row = []
@@ -544,16 +568,17 @@ PY
     results+=("telemetry through NVML during that run|OK|$(grep -m 1 -E '^  gpu' "$out/telemetry.txt" | cut -c3-70)")
   else
     cat "$out/telemetry.txt"
-    results+=("telemetry through NVML during that run|FAILED|see $out/telemetry.txt")
+    results+=("telemetry through NVML during that run|FAILED|$(grep -m 1 -E 'no GPU sampled|Error' "$out/telemetry.txt" | cut -c3-90)")
     failed=1
   fi
 fi
+snapshot
 
 # ---------------------------------------------------------------- GEMM benchmark
 # FP8 vs BF16 cuBLASLt at 8192^3 and a transformer layer's shapes; about 20 s on an H200 (the
 # GEMMs take under a second, generating and uploading 1.2 GB of operands the rest).
 if [[ -n "$bench_bin" && -z "$no_cuda" ]] && (($(left) > 30)); then
-  timeout "$(slice 120)" "${run_env[@]}" "$bench_bin" >"$out/bench_gemm_gpu.log" 2>&1
+  timeout -k 10 "$(slice 120)" "${run_env[@]}" "$bench_bin" >"$out/bench_gemm_gpu.log" 2>&1
   brc=$?
   cat "$out/bench_gemm_gpu.log"
   # One row per shape: "name m n k fp8 bf16 ratio".
@@ -584,57 +609,40 @@ if [[ -n "$bench_bin" && -z "$no_cuda" ]] && (($(left) > 30)); then
   esac
 elif [[ -n "$bench_skip" ]]; then
   results+=("bench_gemm_gpu|N/A|$bench_skip")
-elif [[ -n "$bench_bin" && -z "$no_cuda" ]]; then
+elif [[ -n "$no_cuda" ]]; then
+  results+=("bench_gemm_gpu|N/A|CUDA sees no GPU")
+elif [[ -n "$bench_bin" ]]; then
   results+=("bench_gemm_gpu|N/A|time budget: $(left)s left of ${budget}s (SHAKEDOWN_DEVICE_BUDGET_S)")
 fi
+snapshot
 
 # ---------------------------------------------------------------- audit of the real node
 if can_run "shakedown audit (this node)" 20 any; then
   # The real driver, CUDA, NCCL and cuBLASLt versions, MIG, compute capability against the
   # build's architectures, GPUDirect RDMA, ACS: one rank, seconds (docs/audit.md).
-  timeout "$(slice 60)" "${run_env[@]}" "$shakedown_bin" audit --out "$out/audit.h5" \
+  timeout -k 10 "$(slice 60)" "${run_env[@]}" "$shakedown_bin" audit --out "$out/audit.h5" \
     --json "$out/audit.json" >"$out/audit.log" 2>&1
-  arc=$?
-  case $arc in
-    0 | 1) results+=("shakedown audit (this node)|OK|$(sed -n 's/^verdict: \(.\{0,60\}\).*/\1/p' "$out/audit.log")") ;;
-    *)
-      results+=("shakedown audit (this node)|FAILED|exit code $arc, see $out/audit.log")
-      failed=1
-      ;;
-  esac
+  judge "shakedown audit (this node)" $? "$out/audit.log"
   sed -n '/^inventory/p; /audit\./p' "$out/audit.log" | cut -c1-200 | head -14
-  timeout 30 "${run_env[@]}" "$shakedown_bin" summary --detail "$out/audit.h5" 2>/dev/null |
+  timeout -k 5 "$(slice 30)" "${run_env[@]}" "$shakedown_bin" summary --detail "$out/audit.h5" 2>/dev/null |
     grep -E '^      (build\.|cublaslt|gpu\.0\.|gpu\.kernel|gdr\.|pcie\.acs|nccl\.)' | head -14
-  [[ $arc -le 1 ]] || tail -30 "$out/audit.log"
 fi
+snapshot
 
 # ---------------------------------------------------------------- linkscan from GPU memory
 if can_run "shakedown run linkscan (memory auto)" 40; then
   # 2 ranks as 2 virtual nodes on the one GPU, linkscan.memory auto: GPU memory when this UCX
   # reports CUDA among its memory types (its cuda transport installed), else host memory and
   # the reason. The coverage line says which; the title says "from GPU memory" when it was.
-  timeout "$(slice 90)" "${run_env[@]}" scripts/mpirun-local.sh -n 2 "$shakedown_bin" run --virtual-nodes 2 \
+  timeout -k 10 "$(slice 90)" "${run_env[@]}" scripts/mpirun-local.sh -n 2 "$shakedown_bin" run --virtual-nodes 2 \
     --phases linkscan --set linkscan.bytes=16MiB --set linkscan.reps=3 \
     --out "$out/linkscan.h5" >"$out/linkscan.log" 2>&1
   lrc=$?
+  # Which memory it sent from: GPU memory, or host memory (auto's fallback) and why.
   memory=$(grep -m 1 "linkscan.coverage" "$out/linkscan.log" | grep -oE '; (host|GPU) memory[^;]*\)' | cut -c3-80)
-  case $lrc in
-    0 | 1)
-      # GPU memory used: OK; host memory (auto's fallback): not what this check is for, and why.
-      if [[ $memory == GPU* ]]; then
-        results+=("shakedown run linkscan (memory auto)|OK|$memory")
-      else
-        results+=("shakedown run linkscan (memory auto)|N/A|${memory:-memory not reported}")
-      fi
-      ;;
-    *)
-      results+=("shakedown run linkscan (memory auto)|FAILED|exit code $lrc, see $out/linkscan.log")
-      failed=1
-      ;;
-  esac
+  judge "shakedown run linkscan (memory auto)" $lrc "$out/linkscan.log" "${memory:-memory not reported}"
   sed -n '/^linkscan (/,/^$/p' "$out/linkscan.log" | head -6
   grep -m 1 "linkscan.coverage" "$out/linkscan.log" | cut -c1-300
-  [[ $lrc -le 1 ]] || tail -30 "$out/linkscan.log"
 fi
 
 # ---------------------------------------------------------------- table

@@ -75,7 +75,7 @@ void run_guarded(const Context& ctx, Watchdog& watchdog, Body&& body) {
     // The watchdog thread is ending the job (it marked the file): stop here and let it.
     watchdog.await_abort(e.code());
   } catch (const AgreedError& e) {
-    if (ctx.is_root()) watchdog.fail(e.code(), e.what());
+    if (ctx.is_root()) watchdog.fail(e.code(), e.what(), "", e.names_rank());
     watchdog.await_abort(e.code());
   } catch (const Error& e) {
     watchdog.fail(e.code(), e.what(), e.detail());

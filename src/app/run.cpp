@@ -413,8 +413,16 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     }
 
     // From here a failure may be one rank's alone: the watchdog records it and ends the job.
-    auto watchdog = make_watchdog(
-        ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
+    // Its own start fails on every rank alike (its connections between the ranks); the run file
+    // then says so rather than "running".
+    std::unique_ptr<Watchdog> watchdog;
+    try {
+      watchdog = make_watchdog(
+          ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
+    } catch (const Error& e) {
+      recorder.mark_aborted(std::string("the watchdog could not start: ") + e.what());
+      throw;
+    }
     int code = 0;
     run_guarded(ctx, *watchdog, [&] {
       run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);

@@ -53,12 +53,16 @@ class OutOfMemory : public RuntimeFault {
 // SLURM_PROCID) can carry a rank from an enclosing job step and is not evidence.
 class AgreedError : public Error {
  public:
-  AgreedError(ExitCode code, const std::string& message, bool reporter)
-      : Error(code, message), reporter_(reporter) {}
+  AgreedError(ExitCode code, const std::string& message, bool reporter, bool names_rank = false)
+      : Error(code, message), reporter_(reporter), names_rank_(names_rank) {}
   bool reporter() const noexcept { return reporter_; }
+  // The message begins with the failing rank's name ("rank 3 (host b): ..."), which is not the
+  // reporter's: whoever reports it must not put its own name in front.
+  bool names_rank() const noexcept { return names_rank_; }
 
  private:
   bool reporter_;
+  bool names_rank_;
 };
 
 // Library call failed in a way we did not expect: exit 4 unless the caller knows better.

@@ -278,12 +278,26 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
   h5::quiet_errors();  // called from the watchdog's thread (see worker())
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::seconds(5))) {
-    std::fprintf(stderr, "shakedown: the run file is busy; it keeps status running: %s\n",
+    std::fprintf(stderr,
+                 "shakedown: the run file is busy; it keeps its status (running, or complete "
+                 "when every phase had ended): %s\n",
                  writer_->partial_path().c_str());
     return;
   }
   if (finished_) return;  // complete already: the data is whole, only the shutdown failed
-  if (!writer_->broken()) run_queued_locked();  // measured rows still queued go in first
+  // Why, and status aborted, reach the disk first: the job may end any moment now (a peer that
+  // gives up waiting), and a file left saying "running" would tell nobody what happened.
+  if (!writer_->broken()) {
+    try {
+      writer_->set_attr("/", schema::kAttrAbortReason, reason);
+      writer_->set_status(schema::kStatusAborted);
+      writer_->flush();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shakedown: could not mark %s aborted: %s\n",
+                   writer_->partial_path().c_str(), e.what());
+    }
+  }
+  if (!writer_->broken()) run_queued_locked();  // then the measured rows still queued
   {
     std::lock_guard q(queue_mutex_);
     aborted_ = true;
@@ -298,7 +312,6 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
     return;
   }
   try {
-    writer_->set_attr("/", schema::kAttrAbortReason, reason);
     writer_->finish(schema::kStatusAborted);
     finished_ = true;
   } catch (const std::exception& e) {

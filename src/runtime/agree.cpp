@@ -21,7 +21,7 @@ void raise_first_failure(MPI_Comm comm, int code, const std::string& message) {
   int agreed_code = code;
   SD_MPI_CHECK(MPI_Bcast(&agreed_code, 1, MPI_INT, first, comm));
   text = bcast_string(comm, first, text);
-  throw AgreedError(static_cast<ExitCode>(agreed_code), text, rank == 0);
+  throw AgreedError(static_cast<ExitCode>(agreed_code), text, rank == 0, first != 0);
 }
 
 }  // namespace shakedown

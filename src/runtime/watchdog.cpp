@@ -359,7 +359,7 @@ void Watchdog::run_local_aborts(double limit_s) {
 }
 
 void Watchdog::notify_peers_and_wait() {
-  for (int r = 1; r < size_; ++r) channel_->send(r, Type::kAbort, nullptr, 0);
+  // The notice itself went out before the run file was marked (abort_run).
   const double started = now_us();
   run_local_aborts(options_.abort_grace_s);
   // Acks are read here, whichever thread this is; the watchdog thread, if it is not this one,
@@ -422,9 +422,10 @@ bool Watchdog::tripped() const {
   return tripped_;
 }
 
-void Watchdog::fail(ExitCode code, const std::string& message, const std::string& detail) {
+void Watchdog::fail(ExitCode code, const std::string& message, const std::string& detail,
+                    bool named) {
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
-  const std::string reason = me + ": " + message;
+  const std::string reason = named ? message : me + ": " + message;
   std::fprintf(stderr, "%sshakedown: %s\n", stderr_line_start(), reason.c_str());
   if (!detail.empty()) std::fprintf(stderr, "shakedown: details: %s\n", detail.c_str());
   std::fflush(stderr);
@@ -436,8 +437,17 @@ void Watchdog::fail(ExitCode code, const std::string& message, const std::string
     // One message's worth (the channel refuses a longer one): the whole text is printed above.
     payload += reason.substr(0, OobChannel::kMaxPayload - payload.size());
     if (channel_->send(0, Type::kFail, payload) && channel_->flush(5)) {
-      // Rank 0 normally ends the job within a poll; if it is gone, end it from here.
-      std::this_thread::sleep_for(std::chrono::seconds(10));
+      // Rank 0 normally ends the job within a poll; if it is gone, end it from here, after 10 s,
+      // or after a minute once rank 0 has said it is ending the job (it marks the run file
+      // first, which may wait for a write in progress: ending the job sooner would kill it
+      // before the file says why).
+      const auto since = std::chrono::steady_clock::now();
+      for (;;) {
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+        if (waited >= (rank0_ending_ ? 60.0 : 10.0)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
   } else {
     abort_run(code, reason, false);
@@ -455,6 +465,11 @@ void Watchdog::abort_run(ExitCode code, const std::string& reason, bool print) {
     if (print) {
       std::fprintf(stderr, "%sshakedown: %s\n", stderr_line_start(), reason.c_str());
       std::fflush(stderr);
+    }
+    // Rank 0: the peers hear first that it is ending the job, so that none ends it on its own
+    // (after a signal's grace, or after its own failure) while the run file is being marked.
+    if (rank_ == 0) {
+      for (int r = 1; r < size_; ++r) channel_->send(r, Type::kAbort, nullptr, 0);
     }
     if (hook_) {
       try {
@@ -479,7 +494,6 @@ void Watchdog::run_peer() {
   std::int64_t sent_done = -1;
   double sent_us = 0;
   double interrupted_us = 0;  // when this rank told rank 0 it got a signal
-  bool rank0_ending = false;  // rank 0 said it is ending the job: it needs no help from here
   int interrupt_word = 0;
   const std::string& me = rank_names_[static_cast<std::size_t>(rank_)];
   for (;;) {
@@ -495,11 +509,11 @@ void Watchdog::run_peer() {
     channel_->pump();
     bool ping = false;
     for (const OobChannel::Message& m : channel_->take()) {
-      if (m.type == Type::kAbort && !rank0_ending) {
+      if (m.type == Type::kAbort && !rank0_ending_) {
         // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
         run_local_aborts(options_.abort_grace_s);
         channel_->send(0, Type::kAbortAck, nullptr, 0);
-        rank0_ending = true;
+        rank0_ending_ = true;
       } else if (m.type == Type::kPing) {
         ping = true;  // rank 0 asks who is still there (after a signal): answer at once
       }
@@ -529,7 +543,7 @@ void Watchdog::run_peer() {
       channel_->flush(options_.abort_grace_s);
       break;
     }
-    if (interrupted_us > 0 && !rank0_ending &&
+    if (interrupted_us > 0 && !rank0_ending_ &&
         (t - interrupted_us) * 1e-6 > options_.interrupt_grace_s) {
       abort_run(ExitCode::kRuntime,
                 "interrupted by " + signal_name(interrupt_word) + " on " + me +

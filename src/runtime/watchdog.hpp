@@ -179,10 +179,12 @@ class Watchdog {
   // Normal end of the run; every rank calls it. Rank 0 waits until every rank has said so.
   void stop();
 
-  // This rank failed (an exception the others cannot see): print it naming this rank, have rank 0
-  // record it in the run file, and end the job with `code`. `detail` (a library's error stack)
-  // is printed on a line of its own after the message and not recorded. Never returns.
-  [[noreturn]] void fail(ExitCode code, const std::string& message, const std::string& detail = "");
+  // This rank failed (an exception the others cannot see): print it naming this rank (unless
+  // `named`: the message names the rank it is about already), have rank 0 record it in the run
+  // file, and end the job with `code`. `detail` (a library's error stack) is printed on a line
+  // of its own after the message and not recorded. Never returns.
+  [[noreturn]] void fail(ExitCode code, const std::string& message, const std::string& detail = "",
+                         bool named = false);
 
   // Another rank (rank 0) is ending the job: wait for it, and end it from here if it does not
   // within a grace period. Never returns.
@@ -200,11 +202,13 @@ class Watchdog {
   // The position this rank reports now.
   struct Report;
   Report current() const;
-  // Prints (when asked), runs the hook, ends the job. Returns only if abort_action returns.
+  // Prints (when asked), tells the peers (rank 0), runs the hook, ends the job. Returns only if
+  // abort_action returns.
   void abort_run(ExitCode code, const std::string& reason, bool print);
   // Runs the registered LocalAborts once, giving up on them after `limit_s`.
   void run_local_aborts(double limit_s);
-  // Rank 0: tells every other rank to run its LocalAborts, then waits (bounded) for their acks.
+  // Rank 0: runs its own LocalAborts, then waits (bounded) for the peers' acks of the notice
+  // abort_run sent them (each runs its LocalAborts on it).
   void notify_peers_and_wait();
 
   Options options_;
@@ -236,6 +240,8 @@ class Watchdog {
   std::shared_ptr<LocalAborts> local_ = std::make_shared<LocalAborts>();
   std::once_flag local_once_;
   std::atomic<int> abort_acks_{0};  // rank 0: peers that ran their local aborts
+  // A peer: rank 0 said it is ending the job (it is marking the run file, then ends the job).
+  std::atomic<bool> rank0_ending_{false};
 
   std::thread thread_;
 };

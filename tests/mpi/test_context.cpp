@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "env_support.hpp"
+#include "runtime/agree.hpp"
 #include "runtime/context.hpp"
 
 using namespace shakedown;
@@ -74,4 +75,32 @@ TEST(Context, UnevenVirtualNodesFailTheSameOnEveryRank) {
   int all = threw;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   EXPECT_EQ(all, 1);
+}
+
+// A set-up step that fails on one rank fails on every rank, with that rank's error: named by it
+// when it is not rank 0 (and said to be, so that rank 0 reports it without its own name), plain
+// when it is rank 0's; rank 0 is the one to report it.
+TEST(Agreed, EveryRankThrowsTheLowestFailingRanksError) {
+  const int world = comm_size(MPI_COMM_WORLD);
+  const int me = comm_rank(MPI_COMM_WORLD);
+  for (const int failing : {0, world - 1}) {
+    try {
+      agreed(MPI_COMM_WORLD, [&] {
+        if (me == failing) throw UsageError("bad value on this rank");
+      });
+      FAIL() << "no error on rank " << me;
+    } catch (const AgreedError& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      EXPECT_EQ(e.reporter(), me == 0);
+      const std::string text = e.what();
+      if (failing == 0) {
+        EXPECT_EQ(text, "bad value on this rank");
+        EXPECT_FALSE(e.names_rank());
+      } else {
+        EXPECT_EQ(text.rfind("rank " + std::to_string(failing) + " (host ", 0), 0u) << text;
+        EXPECT_NE(text.find("): bad value on this rank"), std::string::npos) << text;
+        EXPECT_TRUE(e.names_rank());
+      }
+    }
+  }
 }

@@ -12,4 +12,11 @@ expect_in "$TMP/log" "command: +.*shakedown run --set 'phases=\[inventory\]' --s
 total_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 gib=$(awk -v kb="$total_kb" 'BEGIN {printf "%.1f", kb / 1048576}')
 expect_in "$TMP/log" "node 0 \(.*\): .*, $gib GiB[,;]" "inventory memory is the machine's ($gib GiB)"
+# The default name under Slurm has the job (and array task) in it: an array's jobs start in the
+# same second and write to one folder.
+SLURM_JOB_ID=4242 SLURM_ARRAY_TASK_ID=7 "$SHAKEDOWN" run --set 'phases=[inventory]' \
+  --set "output.dir=$TMP/named" >"$TMP/log2" 2>&1
+expect_rc 0 $? "singleton run with the default name under Slurm"
+compgen -G "$TMP/named/*T*Z-job4242_7.h5" >/dev/null ||
+  fail "default name under Slurm lacks the job: $(ls "$TMP/named")"
 pass "singleton run wording"

@@ -293,12 +293,32 @@ void run_checkpoint(PhaseEnv& env) {
                  "node cannot read it; point it at the parallel file system\n",
                  fsi.type.c_str());
   }
+  // The checkpoints completed so far, and how to record them (set below, once what it needs
+  // exists): a failure in a later one keeps their measurements.
+  int done = 0;
+  fs::path current_step;  // the checkpoint being made, while one is
+  std::function<void()> record;
   auto fail_cleanly = [&](const std::function<void()>& fn) {
     try {
       agreed(world, fn);
     } catch (...) {
-      // This run's partial checkpoint goes; what was there before stays.
-      made.remove(world, ctx.is_root(), root);
+      // Every rank is here (agreed): the completed checkpoints' rows are gathered and recorded.
+      if (done > 0 && record) {
+        try {
+          record();
+        } catch (const std::exception& e) {
+          if (ctx.is_root()) {
+            std::fprintf(stderr, "shakedown: checkpoint: could not record the %d completed: %s\n",
+                         done, e.what());
+          }
+        }
+      }
+      // This run's partial checkpoint goes; what was there before stays, and so do this run's
+      // verified checkpoints with cleanup off (with it on, each went once verified, and keep
+      // asks for the last one only, which was not made).
+      const bool keep_verified = !cfg.cleanup;
+      made.remove(world, ctx.is_root(),
+                  keep_verified && !current_step.empty() ? current_step : root);
       throw;
     }
   };
@@ -363,11 +383,99 @@ void run_checkpoint(PhaseEnv& env) {
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
 
+  // The completed checkpoints' rows (`done` of them), gathered to rank 0 and written to
+  // /checkpoint: collective. Rows a failed checkpoint left on some ranks are not among them.
+  record = [&] {
+    env.watchdog.step("checkpoint: gather");
+    Samples m = mine;
+    const auto n_done = static_cast<std::size_t>(done);
+    for (auto* v : {&m.open, &m.write, &m.fsync, &m.close, &m.read, &m.write_start, &m.write_end,
+                    &m.read_start, &m.read_end, &m.snapshot, &m.step_before, &m.step_during}) {
+      v->resize(std::min(v->size(), n_done));
+    }
+    for (auto* v : {&m.verify_ok, &m.bad_offset, &m.cache_dropped, &m.steps_during}) {
+      v->resize(std::min(v->size(), n_done));
+    }
+    CheckpointRecord rec;
+    rec.iters = static_cast<std::uint64_t>(done);
+    rec.world = static_cast<std::uint64_t>(ctx.world_size());
+    auto gather = [&](const std::vector<double>& v) {
+      return gather_rows<double>(world, 0, std::span<const double>(v));
+    };
+    auto gather_int = [&](const std::vector<std::int64_t>& v) {
+      return gather_rows<std::int64_t>(world, 0, std::span<const std::int64_t>(v));
+    };
+    rec.open_s = gather(m.open);
+    rec.write_s = gather(m.write);
+    rec.fsync_s = gather(m.fsync);
+    rec.close_s = gather(m.close);
+    rec.read_s = gather(m.read);
+    rec.write_start_s = gather(m.write_start);
+    rec.write_end_s = gather(m.write_end);
+    rec.read_start_s = gather(m.read_start);
+    rec.read_end_s = gather(m.read_end);
+    rec.verify_ok = gather_int(m.verify_ok);
+    rec.bad_offset = gather_int(m.bad_offset);
+    rec.cache_dropped = gather_int(m.cache_dropped);
+    rec.async = cfg.async;
+    if (cfg.async) {
+      rec.snapshot_s = gather(m.snapshot);
+      rec.step_ms_before = gather(m.step_before);
+      rec.step_ms_during = gather(m.step_during);
+      rec.steps_during = gather_int(m.steps_during);
+    }
+    const std::int64_t place[2] = {static_cast<std::int64_t>(bytes), source};
+    std::vector<std::int64_t> places(ctx.is_root() ? 2 * rec.world : 0);
+    SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));
+
+    const fs::path last = root / ("step_" + std::to_string(done));
+    if (!ctx.is_root()) return;
+
+    const std::size_t W = rec.world;
+    double total = 0;
+    for (std::size_t r = 0; r < W; ++r) {
+      rec.bytes.push_back(places[2 * r]);
+      rec.reads_shard_of.push_back(places[2 * r + 1]);
+      total += static_cast<double>(places[2 * r]);
+    }
+    for (std::size_t i = 0; i < rec.iters; ++i) {
+      auto span_of = [&](std::vector<double>& start, std::vector<double>& end) {
+        const double a = *std::min_element(start.begin() + i * W, start.begin() + (i + 1) * W);
+        const double b = *std::max_element(end.begin() + i * W, end.begin() + (i + 1) * W);
+        return std::pair{a, b};
+      };
+      const auto [ws, we] = span_of(rec.write_start_s, rec.write_end_s);
+      const auto [rs, re] = span_of(rec.read_start_s, rec.read_end_s);
+      rec.write_gbps.push_back(total / (we - ws) / 1e9);
+      rec.read_gbps.push_back(total / (re - rs) / 1e9);
+      rec.restore_s.push_back(re - rs);
+      // Stamps after the iteration's earliest write start.
+      for (std::size_t k = i * W; k < (i + 1) * W; ++k) {
+        for (auto* v : {&rec.write_start_s, &rec.write_end_s, &rec.read_start_s, &rec.read_end_s}) {
+          (*v)[k] -= ws;
+        }
+      }
+    }
+    rec.layout = cfg.layout;
+    rec.api = cfg.api;
+    rec.dir = root.string();
+    rec.fs_type = fsi.type;
+    rec.fs_mount = fsi.mount_point;
+    rec.fs_options = fsi.options;
+    rec.fs_node_local = fsi.node_local;
+    rec.block_size = static_cast<std::int64_t>(block);
+    rec.fsync = cfg.fsync;
+    rec.direct_io = cfg.direct_io;
+    rec.kept = cfg.cleanup && !cfg.keep ? "" : (cfg.cleanup ? last : root).string();
+    env.recorder.write([&](RunWriter& writer) { write_checkpoint(writer, rec); });
+  };
+
   for (int n = 1; n <= cfg.iters; ++n) {
     Watchdog::StepPlan plan;
     begin_measured_step(env, "checkpoint", n, "checkpoint step " + std::to_string(n), progress,
                         plan);
     const fs::path step_dir = root / ("step_" + std::to_string(n));
+    current_step = step_dir;
     const std::string shard_name =
         shared ? "shared.bin" : "rank_" + std::to_string(rank) + ".shard";
     fail_cleanly([&] {
@@ -406,18 +514,18 @@ void run_checkpoint(PhaseEnv& env) {
       std::memcpy(staging->span().data(), out->span().data(), bytes);
       mine.snapshot.push_back((now_us() - s0) * 1e-6);
       std::exception_ptr failed;
-      std::atomic<bool> done{false};
+      std::atomic<bool> written{false};
       std::thread writer([&] {
         try {
           w = backend->write(t, staging->span());
         } catch (...) {
           failed = std::current_exception();
         }
-        done.store(true, std::memory_order_release);
+        written.store(true, std::memory_order_release);
       });
       std::exception_ptr step_failed;
       try {
-        while (!done.load(std::memory_order_acquire)) during.push_back(stand_in->step());
+        while (!written.load(std::memory_order_acquire)) during.push_back(stand_in->step());
       } catch (...) {
         // The writer uses buffers of this frame: it must end before the error leaves it.
         step_failed = std::current_exception();
@@ -524,89 +632,20 @@ void run_checkpoint(PhaseEnv& env) {
     mine.cache_dropped.push_back(w.cache_dropped ? 1 : 0);
     env.watchdog.progress().store(1, std::memory_order_relaxed);
 
-    // Disk use stays at one checkpoint: an earlier one goes once the next is verified.
+    done = n;
+    current_step.clear();
+    // Disk use stays at one checkpoint: each goes once verified, before the next is written.
     SD_MPI_CHECK(MPI_Barrier(world));
     if (cfg.cleanup && n < cfg.iters) made.remove(world, ctx.is_root(), step_dir);
   }
 
-  env.watchdog.step("checkpoint: gather");
-  CheckpointRecord rec;
-  rec.iters = static_cast<std::uint64_t>(cfg.iters);
-  rec.world = static_cast<std::uint64_t>(ctx.world_size());
-  auto gather = [&](const std::vector<double>& v) {
-    return gather_rows<double>(world, 0, std::span<const double>(v));
-  };
-  auto gather_int = [&](const std::vector<std::int64_t>& v) {
-    return gather_rows<std::int64_t>(world, 0, std::span<const std::int64_t>(v));
-  };
-  rec.open_s = gather(mine.open);
-  rec.write_s = gather(mine.write);
-  rec.fsync_s = gather(mine.fsync);
-  rec.close_s = gather(mine.close);
-  rec.read_s = gather(mine.read);
-  rec.write_start_s = gather(mine.write_start);
-  rec.write_end_s = gather(mine.write_end);
-  rec.read_start_s = gather(mine.read_start);
-  rec.read_end_s = gather(mine.read_end);
-  rec.verify_ok = gather_int(mine.verify_ok);
-  rec.bad_offset = gather_int(mine.bad_offset);
-  rec.cache_dropped = gather_int(mine.cache_dropped);
-  rec.async = cfg.async;
-  if (cfg.async) {
-    rec.snapshot_s = gather(mine.snapshot);
-    rec.step_ms_before = gather(mine.step_before);
-    rec.step_ms_during = gather(mine.step_during);
-    rec.steps_during = gather_int(mine.steps_during);
-  }
-  const std::int64_t place[2] = {static_cast<std::int64_t>(bytes), source};
-  std::vector<std::int64_t> places(ctx.is_root() ? 2 * rec.world : 0);
-  SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));
-
-  const fs::path last = root / ("step_" + std::to_string(cfg.iters));
+  record();
   if (cfg.cleanup && !cfg.keep) {
     made.remove(world, ctx.is_root(), {});
   } else if (ctx.is_root()) {
-    std::fprintf(stderr, "shakedown: checkpoint kept: %s\n", (cfg.cleanup ? last : root).c_str());
+    std::fprintf(stderr, "shakedown: checkpoint kept: %s\n",
+                 (cfg.cleanup ? root / ("step_" + std::to_string(cfg.iters)) : root).c_str());
   }
-  if (!ctx.is_root()) return;
-
-  const std::size_t W = rec.world;
-  double total = 0;
-  for (std::size_t r = 0; r < W; ++r) {
-    rec.bytes.push_back(places[2 * r]);
-    rec.reads_shard_of.push_back(places[2 * r + 1]);
-    total += static_cast<double>(places[2 * r]);
-  }
-  for (std::size_t i = 0; i < rec.iters; ++i) {
-    auto span_of = [&](std::vector<double>& start, std::vector<double>& end) {
-      const double a = *std::min_element(start.begin() + i * W, start.begin() + (i + 1) * W);
-      const double b = *std::max_element(end.begin() + i * W, end.begin() + (i + 1) * W);
-      return std::pair{a, b};
-    };
-    const auto [ws, we] = span_of(rec.write_start_s, rec.write_end_s);
-    const auto [rs, re] = span_of(rec.read_start_s, rec.read_end_s);
-    rec.write_gbps.push_back(total / (we - ws) / 1e9);
-    rec.read_gbps.push_back(total / (re - rs) / 1e9);
-    rec.restore_s.push_back(re - rs);
-    // Stamps after the iteration's earliest write start.
-    for (std::size_t k = i * W; k < (i + 1) * W; ++k) {
-      for (auto* v : {&rec.write_start_s, &rec.write_end_s, &rec.read_start_s, &rec.read_end_s}) {
-        (*v)[k] -= ws;
-      }
-    }
-  }
-  rec.layout = cfg.layout;
-  rec.api = cfg.api;
-  rec.dir = root.string();
-  rec.fs_type = fsi.type;
-  rec.fs_mount = fsi.mount_point;
-  rec.fs_options = fsi.options;
-  rec.fs_node_local = fsi.node_local;
-  rec.block_size = static_cast<std::int64_t>(block);
-  rec.fsync = cfg.fsync;
-  rec.direct_io = cfg.direct_io;
-  rec.kept = cfg.cleanup && !cfg.keep ? "" : (cfg.cleanup ? last : root).string();
-  env.recorder.write([&](RunWriter& writer) { write_checkpoint(writer, rec); });
 }
 
 }  // namespace shakedown

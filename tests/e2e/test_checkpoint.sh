@@ -170,7 +170,20 @@ for mode in "" "--set checkpoint.layout=shared_file --set checkpoint.api=mpiio" 
   expect_rc 3 $? "I/O error ($mode)"
   expect_in "$TMP/stderr" "rank 2 \(host [^)]*\): (write|MPI_File_write_at_all) $dir/e.ckpt/step_2/(rank_2.shard|shared.bin): Input/output error \(errno 5\)" "EIO named ($mode)"
   [[ ! -e "$dir/e.ckpt" ]] || { find "$dir/e.ckpt"; fail "the partial checkpoint should be removed ($mode)"; }
+  # The checkpoint completed before the failure is measured and recorded all the same.
+  "$SHAKEDOWN" summary "$TMP/e.h5" >"$TMP/summary" 2>&1
+  expect_in "$TMP/summary" "^checkpoint \(.*; 1 iteration\)" "checkpoint 1 recorded ($mode)"
+  expect_in "$TMP/summary" "^verdict: ABORTED" "the run file says the run was aborted ($mode)"
 done
+# With cleanup off the verified checkpoints are the user's: a failure removes only the one it hit.
+rm -f "$TMP/e.h5"
+timeout 120 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=3 \
+  --set checkpoint.cleanup=false --set "checkpoint.dir=$dir" \
+  --inject ioerror:rank=2,phase=checkpoint,step=2 --out "$TMP/e.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "I/O error with cleanup off"
+[[ -f "$dir/e.ckpt/step_1/metadata.json" && ! -e "$dir/e.ckpt/step_2" ]] ||
+  { find "$dir/e.ckpt"; fail "cleanup off: step_1 should stay and step_2 go"; }
+rm -rf "$dir/e.ckpt"
 
 # A missing or read-only checkpoint.dir: exit 2 before any phase, naming path and rank.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set "checkpoint.dir=$TMP/nope" --out "$TMP/n.h5" \

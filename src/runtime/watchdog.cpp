@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/host.hpp"
+#include "core/strings.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/oob.hpp"
 #include "runtime/signals.hpp"
@@ -615,6 +616,7 @@ void Watchdog::run_root() {
     return process_state(pids_[static_cast<std::size_t>(r)]);
   };
   const double stale_s = 3 * options_.heartbeat_s;
+  std::vector<double> closed_since(static_cast<std::size_t>(size_), 0);  // when seen closed
   int done = 0;
   for (;;) {
     bool stopping = false;
@@ -715,6 +717,35 @@ void Watchdog::run_root() {
       // Silent, yet /proc shows it running: its watchdog thread is starved or blocked. Still
       // silent: it is not answering rank 0.
       positions.push_back(std::move(p));
+    }
+    // A rank whose connection to rank 0 closed before the end of the run has ended (killed,
+    // crashed, out of memory) under a launcher that left the job running: the others would
+    // wait for it in their next collective until the step's timeout. The job ends now, naming
+    // it, after a second's grace for its own last words (a failure it reported).
+    std::vector<std::string> ended, at;
+    for (int r = 1; r < size_; ++r) {
+      double& since = closed_since[static_cast<std::size_t>(r)];
+      const Rank& rank = ranks[static_cast<std::size_t>(r)];
+      if (rank.finished || !channel_->closed(r)) {
+        since = 0;
+        continue;
+      }
+      if (since == 0) since = now;
+      if ((now - since) * 1e-6 < 1.0) continue;
+      ended.push_back(rank_names_[static_cast<std::size_t>(r)]);
+      at.push_back("'" + rank.position.label + "'");
+      skip_ack_[static_cast<std::size_t>(r)] = true;
+    }
+    if (!ended.empty()) {
+      std::sort(at.begin(), at.end());
+      at.erase(std::unique(at.begin(), at.end()), at.end());
+      abort_run(ExitCode::kRuntime,
+                join_names(ended) + " ended unexpectedly (" +
+                    (ended.size() == 1 ? "its process is gone" : "their processes are gone") +
+                    ": killed, crashed or out of memory; the kernel log says which) at " +
+                    join_limited(at, ", ", 3) + ", and the other ranks cannot go on without it",
+                true);
+      continue;
     }
     // Judged while stopping too: a rank that never reaches the end of the run is a hang as well.
     // Only evaluated when some step is overdue, so /proc is read rarely.

@@ -73,6 +73,18 @@ first_message "$TMP/kill2.log" | grep -Eq "^shakedown: rank 2 \(host [^,]+, node
 expect_rc 3 $? "summary after rank 2 was killed"
 expect_in "$TMP/summary" "ABORTED.*rank 2 .*ended unexpectedly" "summary names rank 2"
 
+# ---- kill -9 of a rank under a launcher that leaves the job running (srun without
+# --kill-on-bad-exit): rank 0 sees its connection close and ends the job at once, naming it, not
+# after the step's timeout (timeouts.phase_s, set long here).
+OMPI_MCA_orte_abort_on_non_zero_status=0 start_sweep kill2b 2 --set timeouts.phase_s=600
+kill -9 "$VICTIM"
+rc=$(wait_rc "$TMP/kill2b.log" 60)
+cat "$TMP/kill2b.log"
+((rc != 0 && rc != 124)) || fail "the run did not end soon after rank 2 was killed (exit $rc)"
+first_message "$TMP/kill2b.log" | grep -Eq "^shakedown: rank 2 \(host [^,]+, node 1 \[virtual\]\) ended unexpectedly" ||
+  fail "first message does not name rank 2: $(first_message "$TMP/kill2b.log")"
+[[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted after rank 2 died"
+
 # ---- kill -9 of rank 0: nobody can mark the file, and it stays readable -------------------------
 start_sweep kill0 0
 kill -9 "$VICTIM"

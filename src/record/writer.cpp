@@ -131,9 +131,25 @@ RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMe
                      "move or delete it, or choose another output name");
   }
   const std::filesystem::path parent = final_path.parent_path();
+  // The folders made here, deepest first: removed again (when still empty) if the file cannot be
+  // created, so that a failed start leaves nothing behind.
+  std::vector<std::filesystem::path> made;
+  for (std::filesystem::path p = parent; !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  auto unmake = [&] {
+    for (const std::filesystem::path& p : made) {
+      if (!std::filesystem::remove(p, ec)) break;  // not empty (or not ours): stop there
+    }
+  };
   if (!parent.empty()) {
     std::filesystem::create_directories(parent, ec);
     if (ec) {
+      const std::error_code why = ec;
+      unmake();
+      ec = why;
       throw RuntimeFault("cannot create output folder '" + parent.string() + "' for run file '" +
                          final_path.string() + "': " + ec.message() +
                          "; choose a writable output folder");
@@ -152,9 +168,13 @@ RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMe
       throw;
     }
   } catch (const h5::IoError& e) {
+    std::filesystem::remove(partial, ec);  // ours: it did not exist before (checked above)
+    unmake();
     throw h5::IoError("cannot create the run file '" + partial.string() + "': " + e.os_error(),
                       std::string(e.what()) + "; " + e.detail(), e.os_error());
   } catch (const Error& e) {
+    std::filesystem::remove(partial, ec);
+    unmake();
     h5::rethrow_with_context(e, "cannot create run file '" + partial.string() + "' (is folder '" +
                                     (parent.empty() ? std::string(".") : parent.string()) +
                                     "' writable?)");

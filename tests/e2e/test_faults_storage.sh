@@ -28,6 +28,13 @@ if [[ $(id -u) -eq 0 ]] && mkdir -p "$TMP/full" && mount -t tmpfs -o size=200k t
   fi
   ran=$((ran + 1))
 
+  # A run file that cannot even be created on the full file system, in folders that did not
+  # exist: exit 3, and neither the folders made for it nor an empty .partial are left behind.
+  "$SHAKEDOWN" run --phases inventory --out "$TMP/full/new/deeper/run2.h5" >"$TMP/full2.log" 2>&1
+  expect_rc 3 $? "no room for the run file itself"
+  expect_in "$TMP/full2.log" "cannot create the run file '$TMP/full/new/deeper/run2.h5.partial': No space left on device" "cause named"
+  [[ ! -e "$TMP/full/new" ]] || { find "$TMP/full/new"; fail "folders made for a run file that could not be created were left"; }
+
   mkdir -p "$TMP/ro"
   if mount --bind "$TMP/ro" "$TMP/ro" && mount -o remount,bind,ro "$TMP/ro"; then
     "$MPIRUN" -n 2 "$SHAKEDOWN" run --out "$TMP/ro/run.h5" >"$TMP/ro.log" 2>&1

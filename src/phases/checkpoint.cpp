@@ -466,7 +466,9 @@ void run_checkpoint(PhaseEnv& env) {
     rec.block_size = static_cast<std::int64_t>(block);
     rec.fsync = cfg.fsync;
     rec.direct_io = cfg.direct_io;
-    rec.kept = cfg.cleanup && !cfg.keep ? "" : (cfg.cleanup ? last : root).string();
+    // With cleanup on, only the last checkpoint of a run that made them all can be kept.
+    const bool all_made = done == cfg.iters;
+    rec.kept = cfg.cleanup && (!cfg.keep || !all_made) ? "" : (cfg.cleanup ? last : root).string();
     env.recorder.write([&](RunWriter& writer) { write_checkpoint(writer, rec); });
   };
 

@@ -365,6 +365,7 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
     }
     const std::vector<StragglerCase> cases = {{"write", write_rate, d.iters, d.world, 0},
                                               {"read", read_rate, d.iters, d.world, 0}};
+    const std::size_t first_straggler = out.findings.size();
     const Stragglers found = find_stragglers(cases, limits);
     const std::vector<StragglerEvidence>& slow = found.named;
     for (const StragglerEvidence& e : slow) {
@@ -386,7 +387,11 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
       out.findings.push_back(f);
     }
     if (!found.together.empty()) {
-      out.findings.push_back(slower_together_finding("checkpoint.stragglers", found.together));
+      const Finding together = slower_together_finding("checkpoint.stragglers", found.together);
+      if (!add_together_to_named(out.findings, first_straggler, "checkpoint.stragglers",
+                                 together)) {
+        out.findings.push_back(together);
+      }
     } else if (slow.empty()) {
       out.findings.push_back(run_finding(
           "checkpoint.stragglers", CheckStatus::kPass,

@@ -66,6 +66,18 @@ Finding slower_together_finding(std::string check, const std::vector<StragglerEv
   return f;
 }
 
+bool add_together_to_named(std::vector<Finding>& findings, std::size_t from,
+                           const std::string& check, const Finding& together) {
+  bool any = false;
+  for (std::size_t i = from; i < findings.size(); ++i) {
+    Finding& f = findings[i];
+    if (f.check != check || f.status == CheckStatus::kPass) continue;
+    f.evidence += "; also " + together.message.substr(together.message.find(": ") + 2);
+    any = true;
+  }
+  return any;
+}
+
 std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction) {
   if (!facts.oversubscribed) return "";
   return below_expected(facts, ratio, fraction) == CheckStatus::kWarn

@@ -43,6 +43,11 @@ CheckStatus straggler_status(const RunFacts& facts, double excess);
 Finding slower_together_finding(std::string check, const std::vector<StragglerEvidence>& together,
                                 const std::function<std::string(int)>& label = nullptr,
                                 const std::string& how = "slower than the others");
+// Where a straggler check named someone (findings[from..] of `check` that do not pass), the
+// group slower together goes into their evidence instead ("; also ..."): one line per check.
+// Returns whether there was such a finding.
+bool add_together_to_named(std::vector<Finding>& findings, std::size_t from,
+                           const std::string& check, const Finding& together);
 
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.

@@ -196,6 +196,7 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
   } else {
     const Stragglers found = find_stragglers(cases, limits);
     const std::vector<StragglerEvidence>& slow = found.named;
+    const std::size_t first_named = out.size();
     for (const StragglerEvidence& e : slow) {
       Finding f = rank_finding(facts, "devices.memory", straggler_status(facts, e.excess), e.rank);
       f.value = e.excess;
@@ -212,14 +213,17 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
                    "devices, Bonferroni-corrected";
       out.push_back(f);
     }
+    std::string together;  // the pass's words when devices were slower only together
     if (!found.together.empty()) {
-      out.push_back(slower_together_finding("devices.memory", found.together, nullptr,
-                                            "have devices slower than the others'"));
+      const Finding f = slower_together_finding("devices.memory", found.together, nullptr,
+                                                "have devices slower than the others'");
+      if (!add_together_to_named(out, first_named, "devices.memory", f)) together = f.message;
     }
-    what = slow.empty() ? "no device slower than the others (at least " +
-                              fixed_text(100 * facts.straggler_slowdown(), 0) +
-                              "% beyond their spread, p < 0.01)"
-                        : "";
+    what = !slow.empty()      ? ""
+           : together.empty() ? "no device slower than the others (at least " +
+                                    fixed_text(100 * facts.straggler_slowdown(), 0) +
+                                    "% beyond their spread, p < 0.01)"
+                              : together;
   }
   const bool any_failed = std::any_of(out.begin(), out.end(), [](const Finding& f) {
     return f.check == "devices.memory" && f.status != CheckStatus::kPass;
@@ -354,7 +358,8 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                                     &Platform::devices_pair_GBps)
                           : Minimum{facts.config.devices.min_pair_GBps, "devices.min_pair_GBps"};
   std::size_t flagged = 0;
-  std::vector<std::string> unjudged;
+  std::vector<std::string> unjudged, together;
+  const std::size_t first = out.size();
   for (const DevicesNode& n : dv.nodes) {
     if (!n.refused.empty()) {
       ++flagged;
@@ -432,14 +437,8 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
           "Bonferroni-corrected";
       out.push_back(f);
     }
-    for (Finding f : o.together) {
-      f.message = facts.node_name(n.node) + ": " + f.message;
-      f.subject_kind = "link";
-      f.subject = "node " + std::to_string(n.node) + " " + f.subject;
-      f.node = n.node;
-      f.host = facts.host_of_node(n.node);
-      out.push_back(std::move(f));
-    }
+    for (const Finding& f : o.together)
+      together.push_back(facts.node_name(n.node) + ": " + f.message);
     if (!o.devices_unjudged.empty() || !o.pairs_unjudged.empty()) {
       unjudged.push_back(facts.node_name(n.node) + ": " +
                          (o.devices_unjudged.empty() ? o.pairs_unjudged : o.devices_unjudged));
@@ -455,11 +454,21 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                               "the pair matrix was not measured: " + why));
     return;
   }
+  // Slots or pairs slower together (shared cores): in the check's one line.
+  const std::string together_text = join_limited(together, "; ", 4);
+  if (flagged > 0 && !together.empty()) {
+    for (std::size_t i = first; i < out.size(); ++i) {
+      if (out[i].check == "devices.pairs" && out[i].status != CheckStatus::kPass) {
+        out[i].evidence += "; also " + together_text;
+      }
+    }
+  }
   if (flagged == 0) {
     std::string msg = std::to_string(dv.pairs_measured) + " ordered pair(s) on " +
                       std::to_string(dv.nodes_with_pairs) +
                       " node(s): no device's pairs and no pair slower than the node's others";
     if (!unjudged.empty()) msg += " (not compared: " + join(unjudged, "; ") + ")";
+    if (!together.empty()) msg += "; " + together_text;
     if (min.value > 0)
       msg += "; every pair at or above " + min.source + " = " + gbps_text(min.value);
     out.push_back(run_finding("devices.pairs",

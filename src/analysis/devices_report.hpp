@@ -40,8 +40,8 @@ struct PairOutliers {
   };
   std::vector<Pair> pairs;
   std::string devices_unjudged, pairs_unjudged;  // why a comparison could not be made
-  // devices.pairs WARNs for the slots and the pairs slower together on shared cores (their
-  // messages name slots: the caller adds the node).
+  // What slower_together_finding says of the slots and of the pairs slower together on shared
+  // cores (their messages name slots: the caller adds the node).
   std::vector<Finding> together;
 };
 

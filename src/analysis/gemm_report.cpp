@@ -412,7 +412,8 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
                               ")"));
   }
   if (!found.together.empty()) {
-    slow.push_back(slower_together_finding("gemm.stragglers", found.together));
+    const Finding together = slower_together_finding("gemm.stragglers", found.together);
+    if (!add_together_to_named(slow, 0, "gemm.stragglers", together)) slow.push_back(together);
   } else if (slow.empty()) {
     slow.push_back(run_finding(
         "gemm.stragglers", CheckStatus::kPass,

@@ -425,6 +425,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
                                                     {"backward", d.bwd, d.steps, d.world, 0}};
   const std::string compute_unjudged =
       cannot_judge(2, d.steps, d.world, "ranks", limits.alpha, "train.steps");
+  const std::size_t first_straggler = out.findings.size();
   const Stragglers found =
       compute_unjudged.empty() ? find_stragglers(compute_cases, limits) : Stragglers{};
   const std::vector<StragglerEvidence>& slow = found.named;
@@ -449,8 +450,11 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     out.findings.push_back(run_finding("train.stragglers", CheckStatus::kSkip,
                                        "compute stragglers: " + compute_unjudged));
   } else if (!found.together.empty()) {
-    out.findings.push_back(slower_together_finding("train.stragglers", found.together, nullptr,
-                                                   "have compute slower than the others'"));
+    const Finding together = slower_together_finding("train.stragglers", found.together, nullptr,
+                                                     "have compute slower than the others'");
+    if (!add_together_to_named(out.findings, first_straggler, "train.stragglers", together)) {
+      out.findings.push_back(together);
+    }
   } else if (slow.empty()) {
     out.findings.push_back(run_finding(
         "train.stragglers", CheckStatus::kPass,
@@ -496,6 +500,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     const StragglerCase late_case{"DP arrival", group_arrival, d.steps, members.size(),
                                   sum.step_med_ms * 1e3};
     const Stragglers late_found = find_stragglers({late_case}, limits);
+    const std::size_t first_late = out.findings.size();
     const std::vector<StragglerEvidence>& late = late_found.named;
     for (const StragglerEvidence& e : late) {
       const std::vector<int>& ranks = members[static_cast<std::size_t>(e.rank)];
@@ -530,15 +535,16 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       f.evidence = std::to_string(d.steps) + " steps on aligned clocks, " + p_text(e.p);
       out.findings.push_back(f);
     }
+    if (late.empty() && culprit_waited_for) out.findings.push_back(waited_for_culprit());
     if (!late_found.together.empty()) {
-      out.findings.push_back(slower_together_finding(
+      const Finding together = slower_together_finding(
           "train.dp_arrival", late_found.together,
           [&](int g) { return "TP group " + rank_list(members[static_cast<std::size_t>(g)]); },
-          "reach the DP reduction later than the others"));
-    }
-    if (late.empty() && culprit_waited_for) {
-      out.findings.push_back(waited_for_culprit());
-    } else if (late.empty() && late_found.together.empty()) {
+          "reach the DP reduction later than the others");
+      if (!add_together_to_named(out.findings, first_late, "train.dp_arrival", together)) {
+        out.findings.push_back(together);
+      }
+    } else if (late.empty() && !culprit_waited_for) {
       out.findings.push_back(run_finding(
           "train.dp_arrival", CheckStatus::kPass,
           "no TP group consistently late at the DP reduction (" + std::to_string(members.size()) +

@@ -268,5 +268,21 @@ TEST(Stragglers, SlowerTogetherIsSaidWithTheGroup) {
       << pair.message;
 }
 
+// A check that named a straggler keeps one line: the group goes into the named findings'
+// evidence; with none named it is the check's own finding.
+TEST(Stragglers, SlowerTogetherJoinsTheNamedFindings) {
+  const Finding together =
+      slower_together_finding("gemm.stragglers", {{1, 4, 4, 0.5, 1e-3, {"a"}, {2}}});
+  std::vector<Finding> findings = {
+      run_finding("gemm.coverage", CheckStatus::kPass, "4 shapes"),
+      run_finding("gemm.stragglers", CheckStatus::kWarn, "rank 3 (host h): 80% slower")};
+  EXPECT_FALSE(add_together_to_named(findings, 2, "gemm.stragglers", together));
+  EXPECT_TRUE(add_together_to_named(findings, 0, "gemm.stragglers", together));
+  EXPECT_EQ(
+      findings[1].evidence.rfind("; also rank 1, rank 2 slower than the others as a group", 0), 0u)
+      << findings[1].evidence;
+  EXPECT_TRUE(findings[0].evidence.empty());
+}
+
 }  // namespace
 }  // namespace shakedown

@@ -261,7 +261,8 @@ Stragglers find_stragglers(const std::vector<StragglerCase>& cases, const Stragg
   Stragglers out;
   for (const auto& [rank, t] : tally) {
     const int needed = t.compared >= 2 ? 2 : 1;
-    auto enough = [&](int flagged) { return flagged >= needed && 2 * flagged > t.compared; };
+    const int compared = t.compared;  // a structured binding: not captured by clang's C++20
+    auto enough = [&](int flagged) { return flagged >= needed && 2 * flagged > compared; };
     if (!enough(t.either) || t.var <= 0) continue;
     // Slower in most of its iterations, over all cases together (a stratified rank-sum test),
     // corrected for the number of ranks tested.

@@ -387,11 +387,8 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
       out.findings.push_back(f);
     }
     if (!found.together.empty()) {
-      const Finding together = slower_together_finding("checkpoint.stragglers", found.together);
-      if (!add_together_to_named(out.findings, first_straggler, "checkpoint.stragglers",
-                                 together)) {
-        out.findings.push_back(together);
-      }
+      add_slower_together(out.findings, first_straggler,
+                          slower_together_finding("checkpoint.stragglers", found.together));
     } else if (slow.empty()) {
       out.findings.push_back(run_finding(
           "checkpoint.stragglers", CheckStatus::kPass,

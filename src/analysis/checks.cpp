@@ -18,6 +18,9 @@ namespace shakedown {
 
 namespace {
 
+// How a slower-together finding's message starts: what follows is the group's own sentence.
+constexpr std::string_view kNoneNamed = "none named: ";
+
 std::string sweep_name(const SweepData& s) {
   return s.scope + " " + s.op + " " + s.leaf + " " + s.mode;
 }
@@ -51,7 +54,7 @@ Finding slower_together_finding(std::string check, const std::vector<StragglerEv
   }
   Finding f = run_finding(
       std::move(check), CheckStatus::kPass,
-      "none named: " + join_limited(who, ", ") + " " + how + " as a group, by up to " +
+      std::string(kNoneNamed) + join_limited(who, ", ") + " " + how + " as a group, by up to " +
           fixed_text(100 * most, 0) + "% (" + p_text(p) +
           "), none beyond the slowest of the rest: on shared cores the scheduler slows a group "
           "for a whole phase as often as a fault does, so none is named (give each rank a core "
@@ -72,10 +75,16 @@ bool add_together_to_named(std::vector<Finding>& findings, std::size_t from,
   for (std::size_t i = from; i < findings.size(); ++i) {
     Finding& f = findings[i];
     if (f.check != check || f.status == CheckStatus::kPass) continue;
-    f.evidence += "; also " + together.message.substr(together.message.find(": ") + 2);
+    f.evidence += "; also " + together.message.substr(kNoneNamed.size());
     any = true;
   }
   return any;
+}
+
+void add_slower_together(std::vector<Finding>& findings, std::size_t from, Finding together) {
+  if (!add_together_to_named(findings, from, together.check, together)) {
+    findings.push_back(std::move(together));
+  }
 }
 
 std::string shared_cores_note(const RunFacts& facts, double ratio, double fraction) {

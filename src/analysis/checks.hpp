@@ -48,6 +48,9 @@ Finding slower_together_finding(std::string check, const std::vector<StragglerEv
 // Returns whether there was such a finding.
 bool add_together_to_named(std::vector<Finding>& findings, std::size_t from,
                            const std::string& check, const Finding& together);
+// The straggler check's word on a group slower together: into its named findings
+// (add_together_to_named), or, when it named nobody, as its own PASS.
+void add_slower_together(std::vector<Finding>& findings, std::size_t from, Finding together);
 
 // <phase>.coverage for a phase the config asked for that left nothing in the file: FAIL, or SKIP
 // when the run ended before it.

@@ -412,8 +412,7 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
                               ")"));
   }
   if (!found.together.empty()) {
-    const Finding together = slower_together_finding("gemm.stragglers", found.together);
-    if (!add_together_to_named(slow, 0, "gemm.stragglers", together)) slow.push_back(together);
+    add_slower_together(slow, 0, slower_together_finding("gemm.stragglers", found.together));
   } else if (slow.empty()) {
     slow.push_back(run_finding(
         "gemm.stragglers", CheckStatus::kPass,

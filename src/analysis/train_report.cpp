@@ -450,11 +450,9 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     out.findings.push_back(run_finding("train.stragglers", CheckStatus::kSkip,
                                        "compute stragglers: " + compute_unjudged));
   } else if (!found.together.empty()) {
-    const Finding together = slower_together_finding("train.stragglers", found.together, nullptr,
-                                                     "have compute slower than the others'");
-    if (!add_together_to_named(out.findings, first_straggler, "train.stragglers", together)) {
-      out.findings.push_back(together);
-    }
+    add_slower_together(out.findings, first_straggler,
+                        slower_together_finding("train.stragglers", found.together, nullptr,
+                                                "have compute slower than the others'"));
   } else if (slow.empty()) {
     out.findings.push_back(run_finding(
         "train.stragglers", CheckStatus::kPass,
@@ -537,13 +535,12 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     }
     if (late.empty() && culprit_waited_for) out.findings.push_back(waited_for_culprit());
     if (!late_found.together.empty()) {
-      const Finding together = slower_together_finding(
-          "train.dp_arrival", late_found.together,
-          [&](int g) { return "TP group " + rank_list(members[static_cast<std::size_t>(g)]); },
-          "reach the DP reduction later than the others");
-      if (!add_together_to_named(out.findings, first_late, "train.dp_arrival", together)) {
-        out.findings.push_back(together);
-      }
+      add_slower_together(
+          out.findings, first_late,
+          slower_together_finding(
+              "train.dp_arrival", late_found.together,
+              [&](int g) { return "TP group " + rank_list(members[static_cast<std::size_t>(g)]); },
+              "reach the DP reduction later than the others"));
     } else if (late.empty() && !culprit_waited_for) {
       out.findings.push_back(run_finding(
           "train.dp_arrival", CheckStatus::kPass,

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.hpp"
 #include "record/h5.hpp"
@@ -276,8 +277,14 @@ void Recorder::finish(const std::string& status) {
 void Recorder::mark_aborted(const std::string& reason) noexcept {
   if (!writer_) return;
   h5::quiet_errors();  // called from the watchdog's thread (see worker())
+  // Up to 5 s, by try_lock: try_lock_for waits in pthread_mutex_clocklock, which
+  // ThreadSanitizer does not see, so the writes below would look unordered with the worker's.
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(5))) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!lock.owns_lock()) {
     std::fprintf(stderr,
                  "shakedown: the run file is busy; it keeps its status (running, or complete "
                  "when every phase had ended): %s\n",

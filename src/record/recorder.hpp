@@ -121,7 +121,7 @@ class Recorder {
   const Context& ctx_;
   std::filesystem::path final_path_;
   std::optional<RunWriter> writer_;
-  std::timed_mutex mutex_;  // the writer: held while a job or a write runs
+  std::mutex mutex_;  // the writer: held while a job or a write runs
   bool finished_ = false;
   bool aborted_ = false;
 

@@ -424,12 +424,21 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     // From here a failure may be one rank's alone: the watchdog records it and ends the job.
     // Its own start fails on every rank alike (its connections between the ranks); the run file
     // then says so rather than "running".
+    // An audit that fails keeps its scratch file, the record of why, and says where it is.
+    auto abort_run = [&](const std::string& reason) {
+      recorder.mark_aborted(reason);
+      if (scratch && ctx.is_root()) {
+        std::fprintf(stderr,
+                     "shakedown: the audit did not finish; its run file is kept at %s "
+                     "(`shakedown summary %s`; remove the folder when done)\n",
+                     out.c_str(), out.c_str());
+      }
+    };
     std::unique_ptr<Watchdog> watchdog;
     try {
-      watchdog = make_watchdog(
-          ctx, config, [&](const std::string& reason) { recorder.mark_aborted(reason); }, signals);
+      watchdog = make_watchdog(ctx, config, abort_run, signals);
     } catch (const Error& e) {
-      recorder.mark_aborted(std::string("the watchdog could not start: ") + e.what());
+      abort_run(std::string("the watchdog could not start: ") + e.what());
       throw;
     }
     int code = 0;

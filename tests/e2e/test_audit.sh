@@ -25,6 +25,16 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [[ -z "$(ls -A "$scratch")" ]] || fail "audit left files in TMPDIR 10 s after it exited: $(ls -A "$scratch")"
+# An audit that fails (a fault, exit 3) keeps its file, marked aborted, and says where it is.
+TMPDIR="$scratch" "$MPIRUN" -n 2 "$SHAKEDOWN" audit --inject fail:rank=1,phase=inventory >"$TMP/failed" 2>&1
+expect_rc 3 $? "an audit with a planted failure"
+expect_in "$TMP/failed" "^shakedown: the audit did not finish; its run file is kept at $scratch/shakedown-audit\.[^/]+/audit\.h5" "the kept file named"
+kept=$(sed -n 's/^shakedown: the audit did not finish; its run file is kept at \([^ ]*\) .*/\1/p' "$TMP/failed")
+[[ -f "$kept" ]] || fail "the kept audit file $kept is not there"
+"$SHAKEDOWN" summary "$kept" >"$TMP/summary" 2>&1
+expect_rc 3 $? "summary of the failed audit's file"
+expect_in "$TMP/summary" "^verdict: ABORTED .*planted failure at the start of phase inventory" "the reason recorded"
+rm -rf "$(dirname "$kept")"
 # Nothing measured: the run's link coverage does not warn about links nobody asked for.
 expect_in "$TMP/out" "\[PASS\] run.coverage: only the inventory was asked for" "no link warning"
 

@@ -176,8 +176,11 @@ std::string backends_text(const RunAnalysis& a) {
 
 // Everything after the output file exists. Errors here may be local to one rank; the caller
 // hands them to the watchdog, which records them and ends the job.
+// `telemetry` is the caller's, so that it outlives a failure thrown out of a phase: the job's end
+// then still collects the telemetry of the phase it failed in.
 void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
-                  const FaultPlan& faults, Recorder& recorder, Watchdog& watchdog, bool progress) {
+                  const FaultPlan& faults, Recorder& recorder, Watchdog& watchdog, bool progress,
+                  std::unique_ptr<TelemetryRun>& telemetry) {
   watchdog.step("clock sync");
   std::vector<ClockEstimate> clocks = sync_clocks(ctx.world(), kClockRounds);
   ctx.set_clock_offset_us(clocks[static_cast<std::size_t>(ctx.rank())].offset_us);
@@ -207,7 +210,7 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
       recorder, watchdog, faults,    ctx.is_root() && (progress || Progress::terminal()),
   };
   watchdog.step("telemetry start");
-  TelemetryRun telemetry(env);
+  telemetry = std::make_unique<TelemetryRun>(env);
   for (const auto& name : pipeline_phases()) {
     if (std::find(config.phases.begin(), config.phases.end(), name) == config.phases.end()) {
       continue;
@@ -222,13 +225,15 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
       throw RuntimeFault("inject: planted failure at the start of phase " + name);
     }
     const double started = now_us();
+    telemetry->begin_phase(name, started);
     find_phase(name)->run(env);
     const double ended = now_us();
     release_free_memory();  // what the phase freed, before the next one (core/host.hpp)
     watchdog.barrier(ctx.world(), "after " + name);
     watchdog.step("telemetry of " + name);
-    telemetry.record_phase(name, started, ended);
+    telemetry->record_phase(name, started, ended);
   }
+  telemetry.reset();  // every phase recorded: the samplers stop
   // The verdict comes from the file alone, exactly as `shakedown summary` recomputes it, and is
   // stored in /analysis before the file gets its final name.
   watchdog.step("verdict");
@@ -442,8 +447,9 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
       throw;
     }
     int code = 0;
+    std::unique_ptr<TelemetryRun> telemetry;  // ends before the watchdog and the recorder
     run_guarded(ctx, *watchdog, [&] {
-      run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress);
+      run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress, telemetry);
       watchdog->step("summary");
       code = report_from_file(ctx, out, reports, options.baseline, options, scratch);
       if (scratch && ctx.is_root()) {

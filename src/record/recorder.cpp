@@ -318,6 +318,19 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
                  writer_->partial_path().c_str());
     return;
   }
+  {
+    std::lock_guard writes(abort_writes_->mutex);
+    for (auto& [id, fn] : abort_writes_->fns) {
+      if (writer_->broken()) break;
+      try {
+        fn(*writer_);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "shakedown: could not add to the aborted run file %s: %s\n",
+                     writer_->partial_path().c_str(), e.what());
+      }
+    }
+  }
+  if (writer_->broken()) return;  // said by the write that failed; the file keeps status running
   try {
     writer_->finish(schema::kStatusAborted);
     finished_ = true;
@@ -325,6 +338,18 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
     std::fprintf(stderr, "shakedown: could not mark %s aborted: %s\n",
                  writer_->partial_path().c_str(), e.what());
   }
+}
+
+std::unique_ptr<Recorder::AbortWriteRegistration> Recorder::on_abort(AbortWrite fn) {
+  std::lock_guard lock(abort_writes_->mutex);
+  const int id = abort_writes_->next_id++;
+  abort_writes_->fns.emplace(id, std::move(fn));
+  return std::make_unique<AbortWriteRegistration>(abort_writes_, id);
+}
+
+Recorder::AbortWriteRegistration::~AbortWriteRegistration() {
+  std::lock_guard lock(owner_->mutex);
+  owner_->fns.erase(id_);
 }
 
 }  // namespace shakedown

@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -101,7 +102,32 @@ class Recorder {
   // on stderr) if the writer stays busy, rather than deadlocking a hung run, and never reopens
   // a file whose writing failed (a full disk): that file keeps status running, readable.
   // Queued jobs (measured rows not yet written) are written first.
+  // Then the registered AbortWrites run, and the file is closed.
   void mark_aborted(const std::string& reason) noexcept;
+
+  // What to add to the file when it is marked aborted, after the reason, the status and the
+  // queued rows, before it is closed: e.g. the telemetry of the phase the run ended in. Rank 0;
+  // runs on the thread that marks the file. Registered while the returned object lives; its
+  // destructor waits for a run in progress. A write that throws is said on stderr and skipped.
+  using AbortWrite = std::function<void(RunWriter&)>;
+  struct AbortWrites {
+    std::mutex mutex;
+    std::map<int, AbortWrite> fns;
+    int next_id = 0;
+  };
+  class AbortWriteRegistration {
+   public:
+    AbortWriteRegistration(std::shared_ptr<AbortWrites> owner, int id)
+        : owner_(std::move(owner)), id_(id) {}
+    AbortWriteRegistration(const AbortWriteRegistration&) = delete;
+    AbortWriteRegistration& operator=(const AbortWriteRegistration&) = delete;
+    ~AbortWriteRegistration();
+
+   private:
+    std::shared_ptr<AbortWrites> owner_;
+    int id_ = 0;
+  };
+  [[nodiscard]] std::unique_ptr<AbortWriteRegistration> on_abort(AbortWrite fn);
 
   ~Recorder();
   Recorder(const Recorder&) = delete;
@@ -135,6 +161,7 @@ class Recorder {
   bool stopping_ = false;
   bool held_ = false;           // Hold: the thread waits for the queue to fill or the hold to end
   std::exception_ptr failure_;  // the first job that threw, for the main thread
+  std::shared_ptr<AbortWrites> abort_writes_ = std::make_shared<AbortWrites>();
   std::thread thread_;
 };
 

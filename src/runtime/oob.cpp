@@ -419,7 +419,7 @@ void OobChannel::read_locked(int peer, Connection& c) {
     Header h{};
     std::memcpy(&h, c.in.data() + at, sizeof h);
     if (h.type < static_cast<std::uint32_t>(Type::kPosition) ||
-        h.type > static_cast<std::uint32_t>(Type::kPing) || h.size > kMaxPayload) {
+        h.type > static_cast<std::uint32_t>(Type::kAbortReport) || h.size > kMaxPayload) {
       c.closed = true;  // not our protocol: nothing after this can be trusted
       c.in.clear();
       return;

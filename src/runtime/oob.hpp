@@ -28,6 +28,7 @@ class OobChannel {
     kAbortAck,      // the others -> rank 0: local aborts done
     kInterrupt,     // the others -> rank 0: this rank got a signal (int)
     kPing,          // rank 0 -> the others: report your position now
+    kAbortReport,   // the others -> rank 0: a piece of this rank's abort report (Watchdog)
   };
   // The longest payload a message may carry; send() refuses a longer one.
   static constexpr std::size_t kMaxPayload = std::size_t{1} << 16;

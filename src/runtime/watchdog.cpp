@@ -320,22 +320,32 @@ Watchdog::AbortRegistration Watchdog::on_abort(LocalAbort fn) {
   return AbortRegistration(local_, id);
 }
 
+Watchdog::AbortRegistration Watchdog::on_abort_report(AbortReport fn) {
+  std::lock_guard lock(local_->mutex);
+  const int id = local_->next_id++;
+  local_->reports.emplace(id, std::move(fn));
+  return AbortRegistration(local_, id);
+}
+
 void Watchdog::AbortRegistration::reset() {
   if (owner_ == nullptr) return;
   std::lock_guard lock(owner_->mutex);
   owner_->fns.erase(id_);
+  owner_->reports.erase(id_);
   owner_.reset();
 }
 
-void Watchdog::run_local_aborts(double limit_s) {
+std::string Watchdog::run_local_aborts(double limit_s) {
+  std::string out;
   std::call_once(local_once_, [&] {
-    auto done = std::make_shared<std::promise<void>>();
-    std::future<void> finished = done->get_future();
+    auto done = std::make_shared<std::promise<std::string>>();
+    std::future<std::string> finished = done->get_future();
     // A thread of its own, so an abort that wedges (a driver call that never returns) cannot keep
     // the job from ending: after limit_s the watchdog gives up on it and ends the job anyway.
     // Everything the runner touches is its own (shared state, a copied name): it may outlive
     // this watchdog when it wedges.
     std::thread runner([done, local = local_, me = rank_names_[static_cast<std::size_t>(rank_)]] {
+      std::string framed;
       {
         std::lock_guard lock(local->mutex);
         for (auto& [id, fn] : local->fns) {
@@ -345,11 +355,29 @@ void Watchdog::run_local_aborts(double limit_s) {
             std::fprintf(stderr, "shakedown: %s: local abort failed: %s\n", me.c_str(), e.what());
           }
         }
+        for (auto& [id, fn] : local->reports) {
+          try {
+            const std::string part = fn();
+            if (framed.size() + sizeof(std::uint32_t) + part.size() > kMaxAbortReport) {
+              std::fprintf(stderr,
+                           "shakedown: %s: a report of %zu bytes left out of the abort (at most "
+                           "%zu)\n",
+                           me.c_str(), part.size(), kMaxAbortReport);
+              continue;
+            }
+            const auto size = static_cast<std::uint32_t>(part.size());
+            framed.append(reinterpret_cast<const char*>(&size), sizeof size);
+            framed += part;
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "shakedown: %s: abort report failed: %s\n", me.c_str(), e.what());
+          }
+        }
       }
-      done->set_value();
+      done->set_value(std::move(framed));
     });
     if (finished.wait_for(std::chrono::duration<double>(limit_s)) == std::future_status::ready) {
       runner.join();
+      out = finished.get();
     } else {
       std::fprintf(stderr, "shakedown: %s: local aborts did not finish within %s; ending anyway\n",
                    rank_names_[static_cast<std::size_t>(rank_)].c_str(),
@@ -357,24 +385,96 @@ void Watchdog::run_local_aborts(double limit_s) {
       runner.detach();
     }
   });
+  return out;
+}
+
+void Watchdog::send_abort_ack(const std::string& report) {
+  // Pieces of [offset (u64), bytes], then the ack with the whole size (u64): rank 0 places
+  // each piece at its offset, whichever of its threads reads it.
+  constexpr std::size_t kPiece = OobChannel::kMaxPayload - sizeof(std::uint64_t);
+  bool sent = true;
+  for (std::uint64_t at = 0; sent && at < report.size(); at += kPiece) {
+    std::string piece(reinterpret_cast<const char*>(&at), sizeof at);
+    piece += report.substr(at, kPiece);
+    sent = channel_->send(0, Type::kAbortReport, piece);
+  }
+  const std::uint64_t size = sent ? report.size() : 0;  // a report cut short: none
+  channel_->send(0, Type::kAbortAck, &size, sizeof size);
+}
+
+void Watchdog::absorb_abort_message(int peer, bool ack, const std::string& payload) {
+  std::lock_guard lock(reports_.mutex);
+  std::uint64_t word = 0;
+  if (payload.size() >= sizeof word) std::memcpy(&word, payload.data(), sizeof word);
+  if (ack) {
+    reports_.announced[peer] = word;
+    ++abort_acks_;
+  } else if (payload.size() >= sizeof word &&
+             word + payload.size() - sizeof word <= kMaxAbortReport) {
+    std::string& bytes = reports_.bytes[peer];
+    const std::size_t size = payload.size() - sizeof word;
+    if (bytes.size() < word + size) bytes.resize(word + size);
+    bytes.replace(word, size, payload, sizeof word, size);
+    reports_.received[peer] += size;
+  }
 }
 
 void Watchdog::notify_peers_and_wait() {
-  // The notice itself went out before the run file was marked (abort_run).
-  const double started = now_us();
-  run_local_aborts(options_.abort_grace_s);
-  // Acks are read here, whichever thread this is; the watchdog thread, if it is not this one,
-  // counts those it takes from the channel meanwhile.
-  // A peer whose local aborts time out acks after the grace period and one poll: wait that long.
-  const double deadline = started + (2 * options_.abort_grace_s + 2 * options_.poll_s) * 1e6;
-  int expected = 0;  // ranks known to be silent will not answer: do not wait for them
-  for (int r = 1; r < size_; ++r) expected += skip_ack_[static_cast<std::size_t>(r)] ? 0 : 1;
-  while (abort_acks_.load() < expected && now_us() < deadline) {
-    channel_->pump();
-    const auto acks = channel_->take(Type::kAbortAck);
-    abort_acks_ += static_cast<int>(acks.size());
-    if (acks.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::call_once(notify_once_, [&] {
+    // The notice itself went out before the run file was marked (abort_run).
+    const double started = now_us();
+    std::string own = run_local_aborts(options_.abort_grace_s);
+    {
+      std::lock_guard lock(reports_.mutex);
+      reports_.announced[0] = reports_.received[0] = own.size();
+      reports_.bytes[0] = std::move(own);
+    }
+    // Acks are read here, whichever thread this is; the watchdog thread, if it is not this one,
+    // takes some from the channel meanwhile (absorb_abort_message either way).
+    // A peer whose local aborts time out acks after the grace period and one poll: wait that
+    // long. Reports are taken before acks: a peer's pieces precede its ack on the wire.
+    const double deadline = started + (2 * options_.abort_grace_s + 2 * options_.poll_s) * 1e6;
+    int expected = 0;  // ranks known to be silent will not answer: do not wait for them
+    for (int r = 1; r < size_; ++r) expected += skip_ack_[static_cast<std::size_t>(r)] ? 0 : 1;
+    auto whole = [&] {
+      std::lock_guard lock(reports_.mutex);
+      for (const auto& [rank, size] : reports_.announced) {
+        if (reports_.received[rank] < size) return false;
+      }
+      return true;
+    };
+    while ((abort_acks_.load() < expected || !whole()) && now_us() < deadline) {
+      channel_->pump();
+      const auto pieces = channel_->take(Type::kAbortReport);
+      const auto acks = channel_->take(Type::kAbortAck);
+      for (const auto& m : pieces) absorb_abort_message(m.peer, false, m.payload);
+      for (const auto& m : acks) absorb_abort_message(m.peer, true, m.payload);
+      if (pieces.empty() && acks.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+}
+
+std::vector<std::string> Watchdog::abort_reports() {
+  if (rank_ != 0 || interrupted_.load()) return {};
+  notify_peers_and_wait();
+  std::vector<std::string> out;
+  std::lock_guard lock(reports_.mutex);
+  for (const auto& [rank, bytes] : reports_.bytes) {
+    const auto announced = reports_.announced.find(rank);
+    if (announced == reports_.announced.end() || announced->second != bytes.size() ||
+        reports_.received[rank] != bytes.size()) {
+      continue;  // cut short, or its ack not in yet
+    }
+    for (std::size_t at = 0; at + sizeof(std::uint32_t) <= bytes.size();) {
+      std::uint32_t size = 0;
+      std::memcpy(&size, bytes.data() + at, sizeof size);
+      at += sizeof size;
+      if (size > bytes.size() - at) break;
+      out.push_back(bytes.substr(at, size));
+      at += size;
+    }
   }
+  return out;
 }
 
 void Watchdog::step(const std::string& label, double timeout_s, const StepPlan& plan) {
@@ -512,8 +612,7 @@ void Watchdog::run_peer() {
     for (const OobChannel::Message& m : channel_->take()) {
       if (m.type == Type::kAbort && !rank0_ending_) {
         // Rank 0 is ending the job: abandon local work (NCCL communicators) and say so.
-        run_local_aborts(options_.abort_grace_s);
-        channel_->send(0, Type::kAbortAck, nullptr, 0);
+        send_abort_ack(run_local_aborts(options_.abort_grace_s));
         rank0_ending_ = true;
       } else if (m.type == Type::kPing) {
         ping = true;  // rank 0 asks who is still there (after a signal): answer at once
@@ -640,8 +739,8 @@ void Watchdog::run_root() {
       if (source <= 0 || source >= size_) continue;
       Rank& from = ranks[static_cast<std::size_t>(source)];
       from.heard_us = now_us();
-      if (m.type == Type::kAbortAck) {
-        ++abort_acks_;
+      if (m.type == Type::kAbortAck || m.type == Type::kAbortReport) {
+        absorb_abort_message(source, m.type == Type::kAbortAck, m.payload);
       } else if (m.type == Type::kInterrupt && m.payload.size() == sizeof(int)) {
         int signal = 0;
         std::memcpy(&signal, m.payload.data(), sizeof signal);
@@ -683,6 +782,7 @@ void Watchdog::run_root() {
         }
       }
       if (silent.empty() || (now - interrupt->ping_us) * 1e-6 >= options_.interrupt_wait_s) {
+        interrupted_ = true;
         for (int r = 1; r < size_; ++r) {
           const Rank& rank = ranks[static_cast<std::size_t>(r)];
           skip_ack_[static_cast<std::size_t>(r)] =

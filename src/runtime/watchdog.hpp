@@ -122,11 +122,18 @@ class Watchdog {
   // communicators, so GPU kernels waiting on a dead peer are torn down before MPI_Abort. Runs
   // on the rank's watchdog thread (rank 0 tells every rank first), at most once, bounded in time.
   using LocalAbort = std::function<void()>;
-  // The registered LocalAborts, shared with the thread that runs them (which may outlive a
-  // watchdog whose abort action returned). Its mutex is held while they run.
+  // What a rank has to say when the watchdog ends the job, e.g. the hardware telemetry of the
+  // phase it was in: its bytes go to rank 0 with the rank's acknowledgement, which hands them to
+  // the AbortHook (abort_reports). Runs after the LocalAborts, on the same thread and within
+  // the same time limit; at most kMaxAbortReport bytes (a longer one is left out, said).
+  using AbortReport = std::function<std::string()>;
+  static constexpr std::size_t kMaxAbortReport = std::size_t{768} << 10;
+  // The registered LocalAborts and AbortReports, shared with the thread that runs them (which
+  // may outlive a watchdog whose abort action returned). Its mutex is held while they run.
   struct LocalAborts {
     std::mutex mutex;
     std::map<int, LocalAbort> fns;
+    std::map<int, AbortReport> reports;
     int next_id = 0;
   };
   // Keeps a LocalAbort registered while it lives; its destructor waits for a run in progress.
@@ -195,6 +202,15 @@ class Watchdog {
 
   // Registers `fn` to run when the watchdog ends the job (see LocalAbort).
   [[nodiscard]] AbortRegistration on_abort(LocalAbort fn);
+  // Registers `fn` to report when the watchdog ends the job (see AbortReport).
+  [[nodiscard]] AbortRegistration on_abort_report(AbortReport fn);
+
+  // Rank 0, from the AbortHook: has every rank run its LocalAborts and AbortReports (once; the
+  // watchdog would do it after the hook otherwise), waits for their acknowledgements as long as
+  // it would anyway, and returns the reports that arrived whole, rank 0's own first. Empty on
+  // the other ranks, and after a signal: the launcher kills the ranks within about a second
+  // of it, and the run file must be closed by then.
+  std::vector<std::string> abort_reports();
 
  private:
   void run_root();
@@ -205,10 +221,15 @@ class Watchdog {
   // Prints (when asked), tells the peers (rank 0), runs the hook, ends the job. Returns only if
   // abort_action returns.
   void abort_run(ExitCode code, const std::string& reason, bool print);
-  // Runs the registered LocalAborts once, giving up on them after `limit_s`.
-  void run_local_aborts(double limit_s);
+  // Runs the registered LocalAborts, then the AbortReports, once, giving up on them after
+  // `limit_s`; returns the reports, framed (empty when there are none or they timed out).
+  std::string run_local_aborts(double limit_s);
+  // A peer: sends its framed reports to rank 0 in pieces, then its acknowledgement.
+  void send_abort_ack(const std::string& report);
+  // Rank 0: a peer's acknowledgement (`ack`) or a piece of its report (either thread).
+  void absorb_abort_message(int peer, bool ack, const std::string& payload);
   // Rank 0: runs its own LocalAborts, then waits (bounded) for the peers' acks of the notice
-  // abort_run sent them (each runs its LocalAborts on it).
+  // abort_run sent them (each runs its LocalAborts and AbortReports on it). Once.
   void notify_peers_and_wait();
 
   Options options_;
@@ -240,6 +261,17 @@ class Watchdog {
   std::shared_ptr<LocalAborts> local_ = std::make_shared<LocalAborts>();
   std::once_flag local_once_;
   std::atomic<int> abort_acks_{0};  // rank 0: peers that ran their local aborts
+  std::once_flag notify_once_;
+  std::atomic<bool> interrupted_{false};  // rank 0: the abort is a signal's
+  // Rank 0: the peers' reports as they arrive, by rank (pieces placed at their offsets), the
+  // size each announced with its ack, and bytes received; rank 0's own under 0.
+  struct Reports {
+    std::mutex mutex;
+    std::map<int, std::string> bytes;
+    std::map<int, std::uint64_t> announced;
+    std::map<int, std::uint64_t> received;
+  };
+  Reports reports_;
   // A peer: rank 0 said it is ending the job (it is marking the run file, then ends the job).
   std::atomic<bool> rank0_ending_{false};
 

@@ -94,6 +94,35 @@ done
 html_rc=$?
 [[ $html_rc -eq 0 || $html_rc -eq 77 ]] || { cat "$TMP/html"; fail "the telemetry page as Chromium draws it"; }
 
+# A run the watchdog ends in a phase keeps what the samplers saw in it: two pretend hosts (a
+# sampler each; node 1's summary travels with its rank's acknowledgement of the abort), rank 1
+# stalls in gemm past timeouts.phase_s, and GPU 1 of each host reports Xid 79 meanwhile.
+printf '127.0.0.2 slots=2\n127.0.0.3 slots=2\n' >"$TMP/hostfile"
+: >"$TMP/kmsg2"
+"$MPIRUN" -n 4 --hostfile "$TMP/hostfile" --mca plm_rsh_agent "$SHAKEDOWN_SOURCE_DIR/scripts/local-rsh.sh" \
+  --mca btl self,tcp --mca btl_tcp_if_include lo --mca rtc ^hwloc \
+  -x SHAKEDOWN_TEST_NVML_LIBRARY="$SHAKEDOWN_FAKE_NVML" -x FAKE_NVML_XID=1,79 -x FAKE_NVML_AFTER=15 \
+  -x FAKE_NVML_KERNEL_LOG="$TMP/kmsg2" -x SHAKEDOWN_TEST_KERNEL_LOG="$TMP/kmsg2" \
+  "$SHAKEDOWN" run "${phases[@]}" --set timeouts.phase_s=3 \
+  --inject stall:rank=1,phase=gemm,step=1,seconds=60 --out "$TMP/hung.h5" >"$TMP/hung.out" 2>&1
+expect_rc 3 $? "a run ended by the watchdog in gemm"
+expect_in "$TMP/hung.out" "TIMEOUT: rank 1 " "the stalled rank named"
+"$SHAKEDOWN" summary "$TMP/hung.h5" >"$TMP/hung.summary"
+expect_rc 3 $? "summary of the aborted run"
+expect_in "$TMP/hung.summary" "\[FAIL\] telemetry\.gpu_errors: node [01] \(host [^)]*\): gpu1 \(0000:1c:00.0\): 1 Xid error\(s\) during gemm \(last: Xid 79\)" "the Xid in the phase the run ended in"
+/usr/bin/python3 - "$TMP/hung.h5" <<'PY' || fail "both nodes' telemetry of the aborted phase"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert sorted(f["/telemetry"]) == ["node0", "node1"], list(f["/telemetry"])
+for node in ("node0", "node1"):
+    g = f["/telemetry/" + node]
+    a = lambda k: g.attrs[k].decode() if isinstance(g.attrs[k], bytes) else g.attrs[k]
+    assert a("phases") == "inventory,gemm", (node, a("phases"))
+    span = g["phase_end_us"][()][1] - g["phase_start_us"][()][1]
+    assert span >= 2.5e6, (node, "gemm sampled up to the abort (>= 2.5 s)", span)
+    assert "gemm: gpu1 xid_count +1" in a("events"), (node, a("events"))
+PY
+
 # This machine has no NVIDIA driver: NVML is not loaded, the GPU checks say SKIP and why.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --out "$TMP/cpu.h5" >"$TMP/cpu.out" 2>&1
 expect_rc 0 $? "a run without NVML"

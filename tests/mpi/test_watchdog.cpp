@@ -153,6 +153,55 @@ TEST(WatchdogMpi, LocalAbortsRunOnEveryRankBeforeTheJobEnds) {
   }
 }
 
+// What each rank reports when the run is ended (the telemetry of the phase it was in, in real
+// runs) reaches rank 0's hook: rank r sends r x 100 KiB (more than one channel message from rank
+// 1 on), rank 0 its own 3 bytes, every byte intact; one report over the bound is left out, and a
+// dropped registration reports nothing.
+TEST(WatchdogMpi, AbortReportsReachRankZerosHookWhole) {
+  const int me = comm_rank(MPI_COMM_WORLD);
+  const int size = comm_size(MPI_COMM_WORLD);
+  auto report_of = [](int rank) {
+    if (rank == 0) return std::string("r0!");
+    std::string bytes(static_cast<std::size_t>(rank) * (100 << 10), '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      bytes[i] = static_cast<char>((i * 31 + static_cast<std::size_t>(rank)) % 251);
+    }
+    return bytes;
+  };
+  Observed seen;
+  std::vector<std::string> received;
+  {
+    Watchdog* self = nullptr;
+    Watchdog wd(MPI_COMM_WORLD, test_options(seen, 1.0), rank_names(),
+                [&](const std::string& reason) {
+                  std::vector<std::string> reports = self->abort_reports();
+                  std::lock_guard lock(seen.mutex);
+                  seen.reason = reason;
+                  received = std::move(reports);
+                });
+    self = &wd;
+    auto mine = wd.on_abort_report([&] { return report_of(me); });
+    auto too_big =
+        wd.on_abort_report([] { return std::string(Watchdog::kMaxAbortReport + 1, 'x'); });
+    {
+      auto dropped = wd.on_abort_report([] {
+        ADD_FAILURE() << "an unregistered report ran";
+        return std::string("dropped");
+      });
+    }
+    last_rank_arrives_late(wd, 2000);
+    wd.stop();
+  }
+  if (me != 0) return;
+  EXPECT_EQ(seen.aborts, 1);
+  ASSERT_EQ(received.size(), static_cast<std::size_t>(size)) << seen.reason;
+  for (int r = 0; r < size; ++r) {
+    const std::string want = report_of(r);
+    EXPECT_EQ(received[static_cast<std::size_t>(r)].size(), want.size()) << "rank " << r;
+    EXPECT_TRUE(received[static_cast<std::size_t>(r)] == want) << "rank " << r << "'s bytes differ";
+  }
+}
+
 // A signal on one rank (here the last, as `kill -TERM <pid>` or srun forwarding it would do):
 // that rank tells rank 0, rank 0 pings the others, every one answers, and the run is ended with
 // the reason naming the signal and the rank, once.

@@ -95,6 +95,10 @@ std::string shared_cores_note(const RunFacts& facts, double ratio, double fracti
 }
 
 Finding not_recorded(const RunFacts& facts, const std::string& phase) {
+  if (facts.meta.abort_phase == phase) {
+    return run_finding(phase + ".coverage", CheckStatus::kFail,
+                       "nothing recorded: the run ended in the " + phase + " phase");
+  }
   if (facts.meta.status != schema::kStatusComplete) {
     return run_finding(phase + ".coverage", CheckStatus::kSkip,
                        "not run: the run ended before the " + phase + " phase");

@@ -201,6 +201,31 @@ std::string scontrol_drain(const DrainEntry& e) {
   return "scontrol update NodeName=" + e.host + " State=DRAIN Reason=\"" + reason + "\"";
 }
 
+namespace {
+
+// The phase an aborted run was in: its coverage cannot pass, whatever it recorded before the end
+// (sweeps, shapes or checkpoints it did not reach are not measured).
+void mark_cut_short(std::vector<Finding>& findings, const RunFacts& facts) {
+  const std::string& phase = facts.meta.abort_phase;
+  if (phase.empty()) return;
+  const std::string check = phase + ".coverage";
+  bool found = false;
+  for (Finding& f : findings) {
+    if (f.check != check) continue;
+    found = true;
+    if (f.status == CheckStatus::kFail) continue;
+    f.status = CheckStatus::kFail;
+    f.message =
+        "cut short: the run ended in the " + phase + " phase; recorded before: " + f.message;
+  }
+  if (!found) {
+    findings.push_back(run_finding(check, CheckStatus::kFail,
+                                   "cut short: the run ended in the " + phase + " phase"));
+  }
+}
+
+}  // namespace
+
 RunAnalysis analyze(const RunFile& file) {
   RunAnalysis a = measure(file);
   std::vector<Finding> findings = placement_checks(a.facts);
@@ -212,6 +237,7 @@ RunAnalysis analyze(const RunFile& file) {
     findings.insert(findings.end(), part.begin(), part.end());
   }
   attach_throttling(findings, a.telemetry, a.facts);
+  mark_cut_short(findings, a.facts);
   a.verdict = decide(file, a, std::move(findings));
   return a;
 }

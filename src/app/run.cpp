@@ -10,6 +10,8 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -176,11 +178,29 @@ std::string backends_text(const RunAnalysis& a) {
 
 // Everything after the output file exists. Errors here may be local to one rank; the caller
 // hands them to the watchdog, which records them and ends the job.
+// The phase in progress ("" between phases), for the abort hook, which may run on the
+// watchdog's thread.
+class PhaseInProgress {
+ public:
+  void set(std::string name) {
+    std::lock_guard lock(mutex_);
+    name_ = std::move(name);
+  }
+  std::string get() const {
+    std::lock_guard lock(mutex_);
+    return name_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string name_;
+};
+
 // `telemetry` is the caller's, so that it outlives a failure thrown out of a phase: the job's end
 // then still collects the telemetry of the phase it failed in.
 void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
                   const FaultPlan& faults, Recorder& recorder, Watchdog& watchdog, bool progress,
-                  std::unique_ptr<TelemetryRun>& telemetry) {
+                  std::unique_ptr<TelemetryRun>& telemetry, PhaseInProgress& in_progress) {
   watchdog.step("clock sync");
   std::vector<ClockEstimate> clocks = sync_clocks(ctx.world(), kClockRounds);
   ctx.set_clock_offset_us(clocks[static_cast<std::size_t>(ctx.rank())].offset_us);
@@ -221,6 +241,7 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
       std::this_thread::sleep_for(std::chrono::duration<double>(stall->seconds));
     }
     watchdog.step("phase " + name);
+    in_progress.set(name);
     if (faults.find("fail", ctx.rank(), name)) {
       throw RuntimeFault("inject: planted failure at the start of phase " + name);
     }
@@ -228,6 +249,7 @@ void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
     telemetry->begin_phase(name, started);
     find_phase(name)->run(env);
     const double ended = now_us();
+    in_progress.set("");
     release_free_memory();  // what the phase freed, before the next one (core/host.hpp)
     watchdog.barrier(ctx.world(), "after " + name);
     watchdog.step("telemetry of " + name);
@@ -430,8 +452,11 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     // Its own start fails on every rank alike (its connections between the ranks); the run file
     // then says so rather than "running".
     // An audit that fails keeps its scratch file, the record of why, and says where it is.
+    PhaseInProgress in_progress;
     auto abort_run = [&](const std::string& reason) {
-      recorder.mark_aborted(reason);
+      const std::string phase = in_progress.get();
+      recorder.mark_aborted(phase.empty() ? reason : reason + " (in the " + phase + " phase)",
+                            phase);
       if (scratch && ctx.is_root()) {
         std::fprintf(stderr,
                      "shakedown: the audit did not finish; its run file is kept at %s "
@@ -449,7 +474,8 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     int code = 0;
     std::unique_ptr<TelemetryRun> telemetry;  // ends before the watchdog and the recorder
     run_guarded(ctx, *watchdog, [&] {
-      run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress, telemetry);
+      run_pipeline(ctx, config, network, faults, recorder, *watchdog, options.progress, telemetry,
+                   in_progress);
       watchdog->step("summary");
       code = report_from_file(ctx, out, reports, options.baseline, options, scratch);
       if (scratch && ctx.is_root()) {

@@ -18,6 +18,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -28,6 +31,7 @@
 #include "phases/phase.hpp"
 #include "record/checkpoint_rows.hpp"
 #include "record/gather.hpp"
+#include "record/recorder.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/progress.hpp"
@@ -383,9 +387,10 @@ void run_checkpoint(PhaseEnv& env) {
   Samples mine;
   const double offset_s = ctx.clock_offset_us() * 1e-6;
 
-  // The completed checkpoints' rows (`done` of them), gathered to rank 0 and written to
-  // /checkpoint: collective. Rows a failed checkpoint left on some ranks are not among them.
-  record = [&] {
+  // The completed checkpoints' rows (`done` of them), gathered to rank 0: collective; the
+  // record on rank 0, none elsewhere. Rows a failed checkpoint left on some ranks are not among
+  // them.
+  auto build = [&]() -> std::optional<CheckpointRecord> {
     env.watchdog.step("checkpoint: gather");
     Samples m = mine;
     const auto n_done = static_cast<std::size_t>(done);
@@ -429,7 +434,7 @@ void run_checkpoint(PhaseEnv& env) {
     SD_MPI_CHECK(MPI_Gather(place, 2, MPI_INT64_T, places.data(), 2, MPI_INT64_T, 0, world));
 
     const fs::path last = root / ("step_" + std::to_string(done));
-    if (!ctx.is_root()) return;
+    if (!ctx.is_root()) return std::nullopt;
 
     const std::size_t W = rec.world;
     double total = 0;
@@ -469,8 +474,39 @@ void run_checkpoint(PhaseEnv& env) {
     // With cleanup on, only the last checkpoint of a run that made them all can be kept.
     const bool all_made = done == cfg.iters;
     rec.kept = cfg.cleanup && (!cfg.keep || !all_made) ? "" : (cfg.cleanup ? last : root).string();
-    env.recorder.write([&](RunWriter& writer) { write_checkpoint(writer, rec); });
+    return rec;
   };
+  // A run the watchdog ends in this phase (a hang, a signal, a rank that died) cannot gather:
+  // rank 0 keeps the record of the checkpoints completed so far, and writes it as the run file
+  // is marked aborted, naming the folder this run's files stay in.
+  std::mutex latest_mutex;
+  std::optional<CheckpointRecord> latest;  // rank 0, under latest_mutex
+  bool recorded = false;                   // under latest_mutex
+  record = [&] {
+    std::optional<CheckpointRecord> rec = build();
+    if (!rec) return;
+    env.recorder.write([&](RunWriter& writer) {
+      write_checkpoint(writer, *rec);
+      std::lock_guard lock(latest_mutex);
+      recorded = true;
+    });
+  };
+  std::unique_ptr<Recorder::AbortWriteRegistration> on_abort;
+  if (ctx.is_root()) {
+    on_abort = env.recorder.on_abort([&](RunWriter& writer) {
+      std::lock_guard lock(latest_mutex);
+      if (recorded) return;
+      std::fprintf(stderr,
+                   "shakedown: checkpoint: the run ended in the phase; this run's files stay "
+                   "under %s (it made that folder: `rm -r %s` removes them)\n",
+                   root.c_str(), root.c_str());
+      if (!latest) return;
+      CheckpointRecord rec = *latest;
+      rec.kept = root.string();
+      write_checkpoint(writer, rec);
+      recorded = true;
+    });
+  }
 
   for (int n = 1; n <= cfg.iters; ++n) {
     Watchdog::StepPlan plan;
@@ -639,6 +675,11 @@ void run_checkpoint(PhaseEnv& env) {
     // Disk use stays at one checkpoint: each goes once verified, before the next is written.
     SD_MPI_CHECK(MPI_Barrier(world));
     if (cfg.cleanup && n < cfg.iters) made.remove(world, ctx.is_root(), step_dir);
+    if (n < cfg.iters) {  // what a run that ends in a later checkpoint records of this one
+      std::optional<CheckpointRecord> rec = build();
+      std::lock_guard lock(latest_mutex);
+      latest = std::move(rec);
+    }
   }
 
   record();

@@ -160,6 +160,7 @@ RunMeta RunFile::meta() const {
     m.started_utc = text(schema::kAttrStartedUtc);
     m.finished_utc = text(schema::kAttrFinishedUtc);
     m.status = text(schema::kAttrStatus);
+    m.abort_phase = text(schema::kAttrAbortPhase);
     m.world_size = number(schema::kAttrWorldSize);
     m.node_count = number(schema::kAttrNodeCount);
     m.virtual_nodes = number(schema::kAttrVirtualNodes);

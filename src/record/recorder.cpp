@@ -274,7 +274,7 @@ void Recorder::finish(const std::string& status) {
   finished_ = true;
 }
 
-void Recorder::mark_aborted(const std::string& reason) noexcept {
+void Recorder::mark_aborted(const std::string& reason, const std::string& phase) noexcept {
   if (!writer_) return;
   h5::quiet_errors();  // called from the watchdog's thread (see worker())
   // Up to 5 s, by try_lock: try_lock_for waits in pthread_mutex_clocklock, which
@@ -297,6 +297,7 @@ void Recorder::mark_aborted(const std::string& reason) noexcept {
   if (!writer_->broken()) {
     try {
       writer_->set_attr("/", schema::kAttrAbortReason, reason);
+      if (!phase.empty()) writer_->set_attr("/", schema::kAttrAbortPhase, phase);
       writer_->set_status(schema::kStatusAborted);
       writer_->flush();
     } catch (const std::exception& e) {

@@ -102,8 +102,9 @@ class Recorder {
   // on stderr) if the writer stays busy, rather than deadlocking a hung run, and never reopens
   // a file whose writing failed (a full disk): that file keeps status running, readable.
   // Queued jobs (measured rows not yet written) are written first.
-  // Then the registered AbortWrites run, and the file is closed.
-  void mark_aborted(const std::string& reason) noexcept;
+  // `phase`: the phase the run was in ("" between phases), recorded with the reason. Then the
+  // registered AbortWrites run, and the file is closed.
+  void mark_aborted(const std::string& reason, const std::string& phase = "") noexcept;
 
   // What to add to the file when it is marked aborted, after the reason, the status and the
   // queued rows, before it is closed: e.g. the telemetry of the phase the run ended in. Rank 0;

@@ -15,6 +15,7 @@ struct RunMeta {
   std::string started_utc;   // ISO-8601 UTC; the writer fills "now" when empty
   std::string finished_utc;  // "" while running
   std::string status;        // schema::kStatusRunning | kStatusComplete | kStatusAborted
+  std::string abort_phase;   // the phase an aborted run was in, "" none (read only)
   int world_size = 0;
   int node_count = 0;
   int virtual_nodes = 0;  // 0: real nodes

@@ -174,6 +174,8 @@ constexpr AttrSpec kAttrs[] = {
     {kRoot, kAttrVirtualNodes, "int64", "pretend nodes per host, 0 real nodes"},
     {kRoot, kAttrBackend, "string", "what ran, per phase: \"collectives mpi, gemm cpu\""},
     {kRoot, kAttrAbortReason, "string", "why the run was aborted (only then)"},
+    {kRoot, kAttrAbortPhase, "string",
+     "the phase an aborted run was in (only then; absent when it ended between phases)"},
     {kCollectivesGroup, coll::kAttrBackend, "string", "mpi or nccl"},
     {kCollectivesGroup, coll::kAttrWrongTotal, "int64", "wrong elements over every sweep"},
     {kCollectivesGroup, coll::kAttrSecondsWall, "float64",

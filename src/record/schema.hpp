@@ -96,6 +96,7 @@ inline constexpr const char* kAttrNodeCount = "node_count";        // int64
 inline constexpr const char* kAttrVirtualNodes = "virtual_nodes";  // int64, 0 = real nodes
 inline constexpr const char* kAttrBackend = "backend";             // "mpi" | "nccl" ...
 inline constexpr const char* kAttrAbortReason = "abort_reason";  // only when aborted with a reason
+inline constexpr const char* kAttrAbortPhase = "abort_phase";    // the phase an aborted run was in
 
 inline constexpr const char* kStatusRunning = "running";
 inline constexpr const char* kStatusComplete = "complete";

@@ -185,6 +185,23 @@ expect_rc 3 $? "I/O error with cleanup off"
   { find "$dir/e.ckpt"; fail "cleanup off: step_1 should stay and step_2 go"; }
 rm -rf "$dir/e.ckpt"
 
+# A hang in checkpoint 2 (rank 2 stalls past timeouts.phase_s): the watchdog ends the run; the
+# checkpoint completed before it is recorded all the same, the coverage says the phase was cut
+# short, and the folder this run's partial checkpoint stays in is named.
+rm -f "$TMP/h.h5"
+timeout 120 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=3 \
+  --set "checkpoint.dir=$dir" --set timeouts.phase_s=4 \
+  --inject stall:rank=2,phase=checkpoint,step=2,seconds=60 --out "$TMP/h.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "a hang in checkpoint 2"
+expect_in "$TMP/stderr" "checkpoint: the run ended in the phase; this run's files stay under $dir/h\.ckpt " "the folder left named"
+"$SHAKEDOWN" summary "$TMP/h.h5" >"$TMP/summary" 2>&1
+expect_in "$TMP/summary" "^checkpoint \(.*; 1 iteration\)" "checkpoint 1 recorded after a hang"
+expect_in "$TMP/summary" "\[FAIL\] checkpoint\.coverage: cut short: the run ended in the checkpoint phase; recorded before: 1 checkpoint" "cut short said"
+expect_in "$TMP/summary" "^verdict: ABORTED .*\(in the checkpoint phase\)" "the phase in the reason"
+h5dump -a /abort_phase "$TMP/h.h5" | grep -q '"checkpoint"' || fail "/abort_phase not recorded"
+[[ -d "$dir/h.ckpt" ]] || fail "the named folder is not there"
+rm -rf "$dir/h.ckpt"
+
 # A missing or read-only checkpoint.dir: exit 2 before any phase, naming path and rank.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --set "checkpoint.dir=$TMP/nope" --out "$TMP/n.h5" \
   >"$TMP/stdout" 2>"$TMP/stderr"

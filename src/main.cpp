@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
       "compare",
       "Compare two run files (before and after a maintenance): what got slower or faster beyond "
       "noise, per collective and size, per GEMM shape and rank, gathered per node; exit 1 when "
-      "anything regressed");
+      "anything regressed, 2 when nothing could be judged or a file is not a run");
   compare_cmd->add_option("baseline", compare.baseline, "BASELINE.h5 (before)")->required();
   compare_cmd->add_option("run", compare.run, "RUN.h5 (after)")->required();
   compare_cmd

@@ -482,6 +482,14 @@ std::string pct(double ratio) {
 
 }  // namespace
 
+const char* Comparison::verdict_name() const {
+  return regressed() ? "regressed" : nothing_judged() ? "nothing_judged" : "no_regression";
+}
+
+const char* Comparison::verdict_words() const {
+  return regressed() ? "REGRESSED" : nothing_judged() ? "NOTHING JUDGED" : "NO REGRESSION";
+}
+
 const char* result_name(CompareItem::Result r) {
   switch (r) {
     case CompareItem::Result::kSlower:
@@ -746,8 +754,13 @@ std::string format_comparison(const Comparison& c, bool detail) {
      << c.slower_groups << " place(s) slower, " << c.faster_groups
      << " faster (a rank, node or the run's GEMM in most of its items and at least 2, a "
         "collective in at least 2 sizes)\n";
-  os << "verdict: " << (c.slower_groups > 0 ? "REGRESSED" : "NO REGRESSION") << " (exit "
-     << c.exit_code() << ")\n";
+  os << "verdict: " << c.verdict_words();
+  if (c.nothing_judged()) {
+    os << ": none of the " << c.items.size()
+       << " item(s) both runs measured could be judged (see above); compare runs with more "
+          "iterations, or on ranks that do not share cores";
+  }
+  os << " (exit " << c.exit_code() << ")\n";
   return os.str();
 }
 

@@ -85,7 +85,18 @@ struct Comparison {
   double alpha = 0.05, min_effect = 0.05, alpha_per_item = 0.05;
   // Every group with a judged item: slower ones first (worst first), then faster, then the rest.
   std::vector<CompareGroup> groups;
-  int exit_code() const { return slower_groups > 0 ? 1 : 0; }
+  // Regressed: a place got slower beyond noise (1). Nothing judged: the runs share items, but
+  // none could be judged (too few samples, absolute times where ranks share cores): no answer,
+  // not a clean one (exit 2 from `compare`). Else no regression (0).
+  bool regressed() const { return slower_groups > 0; }
+  bool nothing_judged() const { return !regressed() && judged == 0; }
+  int exit_code() const { return regressed() ? 1 : nothing_judged() ? 2 : 0; }
+  // What a run or a report that embeds the comparison adds to its own exit code: 1 when it
+  // regressed (a comparison that judged nothing says so, and leaves the code alone).
+  int regression_code() const { return regressed() ? 1 : 0; }
+  // "regressed", "nothing_judged", "no_regression"; and as the text verdict says them.
+  const char* verdict_name() const;
+  const char* verdict_words() const;
 };
 
 // "slower", "faster", "unchanged", "not_judged": the reports' words for a result.

@@ -32,7 +32,7 @@ int report_command(const ReportOptions& options) {
         o.alpha = options.alpha;
         o.min_effect = options.min_effect;
         const Comparison c = compare_runs(open_run_file(options.baseline, "--baseline"), file, o);
-        return ChildAnswer{std::max(verdict, c.exit_code()), format_html(file, analysis, &c)};
+        return ChildAnswer{std::max(verdict, c.regression_code()), format_html(file, analysis, &c)};
       },
       "'" + options.path + "'" +
           (options.baseline.empty() ? "" : " or '" + options.baseline + "'"));

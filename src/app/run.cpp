@@ -364,7 +364,8 @@ int report_from_file(const Context& ctx, const std::filesystem::path& out, const
       comparison = compare_runs(RunFile::open(baseline), file, CompareOptions{});
       std::cout << "\nagainst the baseline " << baseline << ":\n"
                 << format_comparison(*comparison, /*detail=*/false) << std::flush;
-      code = std::max(code, comparison->exit_code());
+      // A comparison that judged nothing says so above; the run's own code stands.
+      code = std::max(code, comparison->regression_code());
     } catch (const Error& e) {
       // Another schema, nothing in common: the baseline was the wrong file (exit 2).
       report_error(e);

@@ -88,11 +88,15 @@ coll=(--virtual-nodes 2 --phases collectives --set collectives.iters=10 --set "c
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:256K:x4 --out "$TMP/cbase.h5" >/dev/null 2>&1
 expect_rc 0 $? "collectives baseline"
 "$SHAKEDOWN" compare "$TMP/cbase.h5" "$TMP/cbase.h5" >"$TMP/out" 2>&1
-expect_rc 0 $? "a file against itself"
+rc=$?
 if ((sanitized)); then
+  # Nothing could be judged: no answer, not a clean one (exit 2).
+  expect_rc 2 $rc "a sanitizer build's file against itself"
   expect_in "$TMP/out" "^compared 0 item\(s\) .*; [0-9]+ not judged \([0-9]+ absolute time of a sanitizer build\)" "a sanitizer build's times not judged"
   expect_in "$TMP/out" "! .* was written by a sanitizer build" "and said"
+  expect_in "$TMP/out" "^verdict: NOTHING JUDGED: none of the [0-9]+ item\(s\) both runs measured could be judged" "nothing judged said"
 else
+  expect_rc 0 $rc "a file against itself"
   expect_in "$TMP/out" "^compared [1-9][0-9]* item\(s\) .*: 0 slower, 0 faster" "every item unchanged"
 fi
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${coll[@]}" --set collectives.sizes=16K:1M:x4 --out "$TMP/cmore.h5" >/dev/null 2>&1
@@ -101,13 +105,22 @@ expect_in "$TMP/out" "! config collectives.sizes: .* -> " "the differing key sai
 expect_in "$TMP/out" "^only in after: [0-9]+ \(collectives [a-z_0-9]+ all_reduce float32_sum [a-z_]+ 1 MiB" "sizes only the run measured"
 
 # Two link scans of 4 virtual nodes: each node's windows compared (on shared cores absolute
-# times are not judged, and say so).
+# times are not judged, and say so: with nothing judged, the verdict says so, exit 2, never
+# NO REGRESSION).
 ls=(--virtual-nodes 4 --phases linkscan --set linkscan.bytes=64KiB --set linkscan.window=4
     --set linkscan.reps=3 --set linkscan.lat_iters=20)
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${ls[@]}" --out "$TMP/lbase.h5" >/dev/null 2>&1
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${ls[@]}" --out "$TMP/lrun.h5" >/dev/null 2>&1
 "$SHAKEDOWN" compare "$TMP/lbase.h5" "$TMP/lrun.h5" --detail >"$TMP/out" 2>&1
-expect_rc 0 $? "two link scans"
+expect_rc 2 $? "two link scans on shared cores: nothing judged"
+expect_in "$TMP/out" "^verdict: NOTHING JUDGED: none of the [0-9]+ item\(s\)" "nothing judged said"
+"$SHAKEDOWN" compare "$TMP/lbase.h5" "$TMP/lrun.h5" --format json -o "$TMP/nothing.json" >/dev/null 2>&1
+/usr/bin/python3 - "$TMP/nothing.json" "$SHAKEDOWN_SOURCE_DIR/docs/compare-schema.json" <<'PY' || fail "nothing judged in JSON"
+import json, sys, jsonschema
+doc = json.load(open(sys.argv[1]))
+jsonschema.validate(doc, json.load(open(sys.argv[2])))
+assert doc["verdict"] == "nothing_judged" and doc["exit_code"] == 2, (doc["verdict"], doc["exit_code"])
+PY
 [[ $(grep -cE "^  linkscan rail 0 window with every partner node [0-3] \(host [^)]*\): not judged \(9 and 9 samples: absolute time with ranks sharing cores\)" "$TMP/out") -eq 4 ]] ||
   { cat "$TMP/out"; fail "each of the 4 nodes compared on its 3 partners' windows"; }
 

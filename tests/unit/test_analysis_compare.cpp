@@ -231,12 +231,21 @@ TEST(CompareCheckpoint, ThreeCheckpointsAreNotJudgedAndSaySo) {
   Files f;
   const CheckpointRecord a = checkpoint(1, 3), b = checkpoint(2, 3, 2.0);
   const Comparison c = compare(f.write("a.h5", nullptr, &a), f.write("b.h5", nullptr, &b));
-  // The smallest two-sided exact p of 3 against 3 is 0.1: no test could reach alpha.
-  EXPECT_EQ(c.exit_code(), 0);
+  // The smallest two-sided exact p of 3 against 3 is 0.1: no test could reach alpha. Nothing
+  // judged is no answer, not a clean one: exit 2, and a run or report that embeds it keeps its
+  // own code.
+  EXPECT_TRUE(c.nothing_judged());
+  EXPECT_EQ(c.exit_code(), 2);
+  EXPECT_EQ(c.regression_code(), 0);
+  EXPECT_STREQ(c.verdict_name(), "nothing_judged");
   EXPECT_EQ(c.judged, 0u);
   EXPECT_EQ(c.not_judged, 2u);
   const std::string text = format_comparison(c, /*detail=*/true);
   EXPECT_NE(text.find("too few samples for the test to reach alpha"), std::string::npos) << text;
+  EXPECT_NE(text.find("verdict: NOTHING JUDGED: none of the 2 item(s) both runs measured could be "
+                      "judged"),
+            std::string::npos)
+      << text;
 }
 
 TEST(CompareCheckpoint, ASlowerWriteOnEnoughCheckpointsRegresses) {

@@ -242,11 +242,13 @@ void checks_section(Page& p, const RunAnalysis& a) {
 
 void compare_section(Page& p, const Comparison& c) {
   p.html << "<section id=\"compare\"><h2>Against the baseline</h2>\n<p class=\"verdict-line "
-         << (c.exit_code() ? "fail" : "pass") << "\">"
-         << (c.exit_code() ? "REGRESSED" : "NO REGRESSION") << ": " << c.slower_groups
-         << " place(s) slower, " << c.faster_groups << " faster; " << c.judged
-         << " item(s) judged at alpha " << general_text(c.alpha, 3)
-         << " (Bonferroni: " << general_text(c.alpha_per_item, 3) << " per item), " << c.not_judged
+         << (c.regressed()        ? "fail"
+             : c.nothing_judged() ? "warn"
+                                  : "pass")
+         << "\">" << c.verdict_words() << ": " << c.slower_groups << " place(s) slower, "
+         << c.faster_groups << " faster; " << c.judged << " item(s) judged at alpha "
+         << general_text(c.alpha, 3) << " (Bonferroni: " << general_text(c.alpha_per_item, 3)
+         << " per item), " << c.not_judged
          << " not judged (too few samples, or a sanitizer build's absolute times); minimum effect "
          << general_text(c.min_effect * 100, 3) << "% (ranks and nodes against their peers: "
          << general_text(std::max(c.min_effect, c.min_effect_per_rank) * 100, 3) << "%). "
@@ -1026,7 +1028,7 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
 tr.fail td{background:#fde8e8}tr.warn td{background:#fff4e0}tr.skip td{color:#777}
 .chart{position:relative;margin:8px 0 24px}
 .note{color:#555;font-size:12px}.errors{color:#b71c1c;font-weight:bold}
-p.verdict-line.fail{color:#b71c1c;font-weight:bold}p.verdict-line.pass{color:#2e7d32;font-weight:bold}
+p.verdict-line.fail{color:#b71c1c;font-weight:bold}p.verdict-line.pass{color:#2e7d32;font-weight:bold}p.verdict-line.warn{color:#b26a00;font-weight:bold}
 p.warn{color:#b26a00}
 nav a{margin-right:12px}
 table.heatmap td{text-align:right;min-width:4em}

@@ -353,7 +353,7 @@ std::string format_compare_json(const Comparison& c) {
   j["kind"] = "compare";
   j["before"] = c.before_path;
   j["after"] = c.after_path;
-  j["verdict"] = c.slower_groups > 0 ? "regressed" : "no_regression";
+  j["verdict"] = c.verdict_name();
   j["exit_code"] = c.exit_code();
   j["alpha"] = c.alpha;
   j["correction"] = "bonferroni";

@@ -154,7 +154,7 @@ std::string format_compare_junit(const Comparison& c) {
       const std::pair<const char*, std::string> props[] = {
           {"before", c.before_path},
           {"after", c.after_path},
-          {"verdict", c.slower_groups > 0 ? "regressed" : "no_regression"},
+          {"verdict", c.verdict_name()},
           {"exit_code", std::to_string(c.exit_code())},
           {"alpha", std::to_string(c.alpha)},
           {"correction", "bonferroni"},

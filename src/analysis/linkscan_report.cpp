@@ -327,6 +327,19 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   };
   const std::string cleared =
       acquitted > 0 ? "; " + std::to_string(acquitted) + " suspect(s) passed their retests" : "";
+  // Two nodes are one pair, compared only with itself: its bandwidth is the best, its latency
+  // the lowest, and neither node has another partner to be good with. Nothing is localised.
+  if (lf.nodes_tested < 3) {
+    const std::string why = std::to_string(lf.nodes_tested) +
+                            " node(s): one pair, compared only with itself, cannot be localised "
+                            "to a node or a link (it takes 3 nodes or more)";
+    if (!has_check("linkscan.nodes")) {
+      found.push_back(run_finding("linkscan.nodes", CheckStatus::kSkip, why));
+    }
+    if (!has_check("linkscan.links")) {
+      found.push_back(run_finding("linkscan.links", CheckStatus::kSkip, why));
+    }
+  }
   if (!has_check("linkscan.nodes")) {
     found.push_back(run_finding(
         "linkscan.nodes", CheckStatus::kPass,

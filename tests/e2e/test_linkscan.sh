@@ -121,6 +121,11 @@ expect_in "$TMP/stdout" "rail 0: 3 pair\(s\) of 3 nodes" "3 nodes: 3 pairs"
 expect_rc 0 $? "transport mpi, both directions"
 expect_in "$TMP/stdout" "rail 0: 1 pair\(s\) of 2 nodes, best [0-9.e+]+ GB/s" "mpi bidirectional pair measured"
 expect_in "$TMP/stdout" "each way, 3 window\(s\) and 50 round trips per pair, one pair at a time" "one pair at a time said"
+# Two nodes are one pair: nothing is localised, and nothing passes for it.
+"$SHAKEDOWN" summary --detail "$TMP/e2.h5" >"$TMP/detail" 2>&1
+for check in nodes links; do
+  expect_in "$TMP/detail" "\[SKIP\] linkscan\.$check: 2 node\(s\): one pair, compared only with itself, cannot be localised" "two nodes: linkscan.$check skipped"
+done
 
 # One node: nothing to pair, said so.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --out "$TMP/f.h5" >"$TMP/stdout" 2>"$TMP/stderr"

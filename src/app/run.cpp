@@ -292,9 +292,10 @@ Reports parse_reports(const std::vector<std::string>& names) {
   return out;
 }
 
-// --baseline: rank 0 reads it before anything is measured, so a typo costs no run.
+// --baseline: rank 0 reads it before anything is measured, so a typo, or a baseline that
+// measured none of the phases this run compares, costs no run.
 void check_baseline(const Context& ctx, const std::string& baseline,
-                    const std::filesystem::path& out) {
+                    const std::filesystem::path& out, const std::vector<std::string>& phases) {
   agreed(ctx.world(), [&] {
     if (!ctx.is_root() || baseline.empty()) return;
     std::error_code ec;
@@ -302,7 +303,31 @@ void check_baseline(const Context& ctx, const std::string& baseline,
       throw UsageError("--baseline " + baseline + " is the run file this run would write; " +
                        "name another --out");
     }
-    (void)open_run_file(baseline, "--baseline").meta();
+    const RunFile file = open_run_file(baseline, "--baseline");
+    (void)file.meta();
+    // The phases compare_runs compares, and the group each records.
+    const std::pair<const char*, const char*> compared[] = {
+        {"collectives", schema::kCollectivesGroup},
+        {"gemm", schema::kGemmGroup},
+        {"train", schema::kTrainGroup},
+        {"checkpoint", schema::kCheckpointGroup},
+        {"linkscan", schema::kLinkscanGroup},
+    };
+    std::vector<std::string> here, there;
+    for (const auto& [phase, group] : compared) {
+      const bool asked = std::find(phases.begin(), phases.end(), phase) != phases.end();
+      const bool measured = file.has(group);
+      if (asked) here.emplace_back(phase);
+      if (measured) there.emplace_back(phase);
+      if (asked && measured) return;
+    }
+    throw UsageError(
+        "--baseline " + baseline + " measured " +
+        (there.empty() ? std::string("none of the phases compare compares") : join(there, ", ")) +
+        ", and this run's phases compared would be " +
+        (here.empty() ? std::string("none") : join(here, ", ")) +
+        ": nothing in common; name a baseline of the same phases, or run without "
+        "--baseline");
   });
 }
 
@@ -367,13 +392,14 @@ int report_from_file(const Context& ctx, const std::filesystem::path& out, const
       // A comparison that judged nothing says so above; the run's own code stands.
       code = std::max(code, comparison->regression_code());
     } catch (const Error& e) {
-      // Another schema, nothing in common: the baseline was the wrong file (exit 2).
+      // Another schema, no size or shape in common (the phases were checked before the run):
+      // no comparison. Said, and the run's own exit code stands: the run itself is whole.
       report_error(e);
       std::fprintf(stderr,
-                   "shakedown: the run is complete in %s; compare it later with "
+                   "shakedown: no comparison with the baseline; the run is complete in %s "
+                   "(its exit code is its verdict's); compare it later with "
                    "`shakedown compare BASELINE.h5 %s`\n",
                    out.c_str(), out.c_str());
-      code = std::max(code, static_cast<int>(e.code()));
     }
   }
   if (comparison) {
@@ -442,7 +468,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     });
     const std::filesystem::path out = bcast_string(ctx.world(), 0, chosen);
     if (checkpoint) check_checkpoint_shared(ctx, config.checkpoint, out.parent_path());
-    check_baseline(ctx, options.baseline, out);
+    check_baseline(ctx, options.baseline, out, config.phases);
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
     guard.disarm();
     if (ctx.is_root() && !scratch) {

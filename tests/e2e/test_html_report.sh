@@ -86,6 +86,11 @@ echo "not hdf5" >"$TMP/junk.h5"
 expect_rc 2 $? "run --baseline of a file that is not a run"
 expect_in "$TMP/out" "--baseline: cannot read $TMP/junk.h5" "the baseline named"
 [[ ! -e "$TMP/x.h5" && ! -e "$TMP/x.h5.partial" ]] || fail "a run file was started for a bad --baseline"
+# A baseline that measured none of this run's compared phases: the same, before anything runs.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory --baseline "$TMP/base.h5" --out "$TMP/x.h5" >"$TMP/out" 2>&1
+expect_rc 2 $? "run --baseline with no phase in common"
+expect_in "$TMP/out" "--baseline $TMP/base.h5 measured gemm, and this run's phases compared would be none: nothing in common" "the phases named"
+[[ ! -e "$TMP/x.h5" && ! -e "$TMP/x.h5.partial" ]] || fail "a run file was started for a baseline with nothing in common"
 "$SHAKEDOWN" report "$TMP/slow.h5" -o "$TMP/slow.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "report -o over the run file"
 "$SHAKEDOWN" report "$TMP/missing.h5" >"$TMP/out" 2>&1

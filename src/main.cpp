@@ -10,6 +10,7 @@
 #include "core/host.hpp"
 #include "core/strings.hpp"
 #include "gemm/blas_kernels.hpp"
+#include "runtime/inject.hpp"
 
 namespace {
 
@@ -64,16 +65,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   run_cmd->add_option("--set", run.sets, "Override a config key: key.path=value (repeatable)");
   run_cmd->add_option("--inject", run.injects,
-                      "Plant a fault for self-test (repeatable): stall:rank=R,phase=P[,seconds=S]"
-                      "[,step=N] (rank R sleeps before phase P, or before its N-th step), "
-                      "fail:rank=R,phase=P (rank R fails there), "
-                      "corrupt:rank=R,phase=collectives (rank R's results are changed), "
-                      "sdc:rank=R,phase=gemm[,step=N] (one bit of rank R's GEMM output flips), "
-                      "slow:rank=R,phase=devices|gemm|collectives|train|checkpoint[,factor=F] "
-                      "(rank R's device copies or GEMMs take F times as long, or it arrives late "
-                      "at every collective; default F 2), "
-                      "drift:node=N,field=F[,value=V] (node N's inventory records another "
-                      "value for field F: the audit's self-test)");
+                      "Plant a fault for self-test (repeatable): " + fault_syntax());
 
   run_cmd
       ->add_option("--report", run.reports,

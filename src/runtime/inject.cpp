@@ -34,26 +34,28 @@ std::vector<std::string_view> planted_in(std::string_view kind) {
 namespace {
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
-  throw UsageError(
-      "--inject " + std::string(spec) + ": " + why +
-      ". Syntax: KIND:rank=R,phase=P[,seconds=S][,step=N][,factor=F] (kinds: stall (any phase), "
-      "fail (any phase), corrupt (collectives: one element of the results; checkpoint: one byte of "
-      "the shard on disk, between write and restore), sdc (gemm: one bit of the output; train: of "
-      "the "
-      "reduced gradient, or with train.zero 1 of the parameters after the all-gather), slow "
-      "(devices: each of the rank's copies, and every pair copy with its device, takes F times as "
-      "long; gemm: each GEMM takes F times as long; train: all forward and backward compute does; "
-      "collectives: the rank arrives late at each iteration; checkpoint: each block the rank "
-      "writes "
-      "or reads does), ioerror (checkpoint: the rank's first write call fails with EIO, as failing "
-      "storage does; linkscan: slow:node=N or slow:link=A-B: the node's or link's transfers), "
-      "drift:node=N,field=F[,value=V] (inventory: node N records V, or its own "
-      "value with '-drifted', for the inventory field or fact F, e.g. kernel, gpu.driver, "
-      "nic.mlx5_0.fw); step=N: the N-th "
-      "measured step of the phase, for stall, sdc and ioerror; factor=F > 1 for slow, default 2)");
+  throw UsageError("--inject " + std::string(spec) + ": " + why + ". Syntax: " + fault_syntax());
 }
 
 }  // namespace
+
+std::string fault_syntax() {
+  return "KIND:rank=R,phase=P[,step=N][,seconds=S][,factor=F]. Kinds: stall (any phase: rank R "
+         "sleeps S seconds, by default longer than any time-out, before the phase, or before its "
+         "N-th measured step); fail (any phase: rank R fails at its start); corrupt (collectives: "
+         "one element of rank R's results; checkpoint: one byte of its shard on disk, between "
+         "write and restore); sdc (gemm: one bit of the output; train: of the reduced gradient, "
+         "or with train.zero 1 of the parameters after the all-gather; step=N: the N-th step); "
+         "slow (factor=F > 1, default 2; devices: each of the rank's copies, and every pair copy "
+         "with its device, takes F times as long; gemm: each GEMM does; train: all forward and "
+         "backward compute does; collectives: the rank arrives late at each iteration; "
+         "checkpoint: each block the rank writes or reads does; linkscan: slow:node=N or "
+         "slow:link=A-B, the node's or the link's transfers); ioerror (checkpoint: the rank's "
+         "first write call fails with EIO, as failing storage does, in every checkpoint or the "
+         "N-th); drift:node=N,field=F[,value=V] (inventory: node N records V, or its own value "
+         "with '-drifted', for the inventory field or fact F, e.g. kernel, gpu.driver, "
+         "nic.mlx5_0.fw: the audit's self-test)";
+}
 
 FaultSpec parse_fault(std::string_view spec) {
   FaultSpec f;
@@ -69,6 +71,7 @@ FaultSpec parse_fault(std::string_view spec) {
   bool have_node = false;
   bool have_rank = false;
   bool have_phase = false;
+  std::vector<std::string> keys;  // each once: a repeated one would be taken silently
   std::string_view rest = spec.substr(colon + 1);
   while (!rest.empty()) {
     auto comma = rest.find(',');
@@ -78,6 +81,10 @@ FaultSpec parse_fault(std::string_view spec) {
     if (eq == std::string_view::npos) fail(spec, "'" + std::string(item) + "' is not key=value");
     std::string key(item.substr(0, eq));
     std::string value(item.substr(eq + 1));
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      fail(spec, "'" + key + "' is given twice; give each key once");
+    }
+    keys.push_back(key);
     if (f.kind == "drift" && key == "node") {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), f.node);
       if (ec != std::errc{} || p != value.data() + value.size() || f.node < 0) {

@@ -37,6 +37,9 @@ struct FaultSpec {
   std::string text;    // the spec as written, for messages and the record
 };
 
+// The --inject syntax with every kind and where it applies (errors and --help say it).
+std::string fault_syntax();
+
 // Parses one --inject value. Throws UsageError naming the spec and what is accepted.
 FaultSpec parse_fault(std::string_view spec);
 

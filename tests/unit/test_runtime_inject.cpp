@@ -78,6 +78,9 @@ TEST(Inject, RejectsBadSpecsWithReason) {
       {"stall:rank=1,phase=gemm,factor=2", "unknown key 'factor'"},
       {"sdc:rank=1,phase=gemm,seconds=3", "unknown key 'seconds'"},
       {"fail:rank=1,phase=gemm,step=2", "unknown key 'step'"},
+      {"stall:rank=0,rank=1,phase=gemm", "'rank' is given twice"},
+      {"stall:rank=1,phase=gemm,phase=train", "'phase' is given twice"},
+      {"slow:node=1,node=2,phase=linkscan", "'node' is given twice"},
   };
   for (const auto& [spec, expect] : cases) {
     try {

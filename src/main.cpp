@@ -1,8 +1,11 @@
 // CLI entry: subcommands, and exceptions -> exit codes. Nothing else.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string_view>
 
 #include "app/app.hpp"
@@ -33,6 +36,35 @@ bool reports_parse_error(int argc, char** argv) {
   return true;
 }
 
+// A number from `lo` to `hi`, said plainly: CLI11's Range prints its bounds as 0.000000 or in
+// 309 digits, and calls a word "not in range".
+CLI::Validator within(double lo, double hi, bool whole) {
+  auto text_of = [whole](double x) {
+    if (whole) return std::to_string(static_cast<long long>(x));
+    std::ostringstream os;
+    os << std::setprecision(6) << x;
+    return os.str();
+  };
+  const std::string what = whole ? "a whole number" : "a number";
+  const std::string bounds = text_of(lo) + " to " + text_of(hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = whole ? static_cast<double>(std::stoll(text, &used)) : std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (text.empty() || used != text.size() || !std::isfinite(v)) {
+          return "'" + text + "' is not " + what + " (give " + what + " from " + bounds + ")";
+        }
+        if (v < lo || v > hi) return text + " is out of range: give " + what + " from " + bounds;
+        return std::string();
+      },
+      std::string(whole ? "INT" : "NUMBER") + " from " + bounds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +88,7 @@ int main(int argc, char** argv) {
   run_cmd
       ->add_option("--virtual-nodes", run.virtual_nodes,
                    "Split each host's ranks into N pretend nodes")
-      ->check(CLI::Range(0, 4096));
+      ->check(within(0, 4096, true));
   run_cmd
       ->add_option(
           "--phases", run.phases,
@@ -96,7 +128,7 @@ int main(int argc, char** argv) {
   audit_cmd
       ->add_option("--virtual-nodes", audit.virtual_nodes,
                    "Split each host's ranks into N pretend nodes")
-      ->check(CLI::Range(0, 4096));
+      ->check(within(0, 4096, true));
   audit_cmd->add_option(
       "--json", audit.json_out,
       "Also write the findings as a JSON report (docs/report-schema.json) to FILE");
@@ -112,7 +144,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("topo", "Print where every rank sits and the placement checks");
   topo_cmd->add_option("--config", topo.config_path, "YAML config");
   topo_cmd->add_option("--virtual-nodes", topo.virtual_nodes, "Pretend nodes per host")
-      ->check(CLI::Range(0, 4096));
+      ->check(within(0, 4096, true));
   topo_cmd->add_option("--set", topo.sets, "Override a config key: key.path=value");
 
   PlanOptions plan;
@@ -120,9 +152,9 @@ int main(int argc, char** argv) {
       "plan",
       "Print an Open MPI rankfile, mpirun line and srun options for a layout (--nodes, "
       "--ranks-per-node), and/or one GPU's memory budget for a model (--model)");
-  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--nodes", plan.nodes, "Number of nodes")->check(within(1, 1e6, true));
   plan_cmd->add_option("--ranks-per-node", plan.ranks_per_node, "Ranks (GPUs) per node")
-      ->check(CLI::PositiveNumber);
+      ->check(within(1, 4096, true));
   plan_cmd->add_option("--hosts", plan.hosts_file, "Hostfile (one host per line, Open MPI syntax)")
       ->check(CLI::ExistingFile);
   plan_cmd
@@ -151,13 +183,13 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--inference", plan.inference,
                      "Budget for serving: weights + KV cache (--context, --concurrency)");
   plan_cmd->add_option("--context", plan.context, "Inference: tokens of context per sequence")
-      ->check(CLI::Range(1LL, 1LL << 30));
+      ->check(within(1, 1 << 30, true));
   plan_cmd->add_option("--concurrency", plan.concurrency, "Inference: sequences at once")
-      ->check(CLI::Range(1LL, 1LL << 30));
+      ->check(within(1, 1 << 30, true));
   plan_cmd
       ->add_option("--weight-bytes", plan.weight_bytes,
                    "Inference: bytes per weight (2 bf16, 1 FP8)")
-      ->check(CLI::Range(0.5, 4.0));
+      ->check(within(0.5, 4.0, false));
   plan_cmd->add_option("--format", plan.format, "Memory budget as text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 
@@ -192,11 +224,11 @@ int main(int argc, char** argv) {
       ->add_option("--alpha", compare.alpha,
                    "Family-wise false-alarm rate over all items (Bonferroni; default "
                    "0.05)")
-      ->check(CLI::Range(1e-9, 0.5));
+      ->check(within(1e-9, 0.5, false));
   compare_cmd
       ->add_option("--min-effect", compare.min_effect,
                    "Smallest change that counts, as a fraction (default 0.05: 5%)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(within(0.0, 10.0, false));
   compare_cmd->add_flag("--detail", compare.detail, "Also list every item compared (text format)");
   compare_cmd->add_option("--format", compare.format,
                           "text (default), json (docs/compare-schema.json), junit (one testcase "
@@ -216,11 +248,11 @@ int main(int argc, char** argv) {
   report_cmd->add_option("-o,--output", report.out,
                          "The HTML file to write (default: the run file's name with .html)");
   report_cmd->add_option("--alpha", report.alpha, "With --baseline: as for compare (default 0.05)")
-      ->check(CLI::Range(1e-9, 0.5));
+      ->check(within(1e-9, 0.5, false));
   report_cmd
       ->add_option("--min-effect", report.min_effect,
                    "With --baseline: as for compare (default 0.05)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(within(0.0, 10.0, false));
 
   try {
     app.parse(argc, argv);

@@ -35,28 +35,50 @@ void print_layout(const PlanOptions& options) {
   }
 }
 
-// The plan's flags as config overrides, so they are checked (and named) as the config's keys.
-std::vector<std::string> train_sets(const PlanOptions& o) {
+// The plan's flags as config overrides, so they are checked as the config's keys; `flags` gets
+// each override's flag as typed ("--seq-len -5"), for the errors.
+std::vector<std::string> train_sets(const PlanOptions& o,
+                                    std::vector<std::pair<std::string, std::string>>& flags) {
   std::vector<std::string> sets = o.sets;
-  auto add = [&](const char* key, const auto& value) {
-    if (value)
-      sets.push_back(std::string("train.") + key + "=" + [&] {
-        if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
-          return *value;
-        } else {
-          return std::to_string(*value);
-        }
-      }());
+  auto add = [&](const char* key, const char* flag, const auto& value) {
+    if (!value) return;
+    std::string text;
+    if constexpr (std::is_same_v<std::decay_t<decltype(*value)>, std::string>) {
+      text = *value;
+    } else {
+      text = std::to_string(*value);
+    }
+    sets.push_back(std::string("train.") + key + "=" + text);
+    flags.emplace_back(sets.back(), std::string(flag) + " " + text);
   };
-  add("model", o.model);
-  add("layers", o.layers);
-  add("tp", o.tp);
-  add("dp", o.dp);
-  add("zero", o.zero);
-  add("micro_batch", o.micro_batch);
-  add("seq_len", o.seq_len);
+  add("model", "--model", o.model);
+  add("layers", "--layers", o.layers);
+  add("tp", "--tp", o.tp);
+  add("dp", "--dp", o.dp);
+  add("zero", "--zero", o.zero);
+  add("micro_batch", "--micro-batch", o.micro_batch);
+  add("seq_len", "--seq-len", o.seq_len);
   if (o.sequence_parallel) sets.emplace_back("train.sequence_parallel=true");
   return sets;
+}
+
+// The config as the plan's flags make it; an error about one of them names the flag as typed,
+// not the override it became.
+Config plan_config(const PlanOptions& o) {
+  std::vector<std::pair<std::string, std::string>> flags;
+  const std::vector<std::string> sets = train_sets(o, flags);
+  try {
+    return load_run_config(o.config_path, sets);
+  } catch (const UsageError& e) {
+    std::string message = e.what();
+    for (const auto& [set, flag] : flags) {
+      const std::string as_set = "--set \"" + set + "\"";
+      if (const auto at = message.find(as_set); at != std::string::npos) {
+        message.replace(at, as_set.size(), flag);
+      }
+    }
+    throw UsageError(message);
+  }
 }
 
 std::string fixed(double v, int digits) {
@@ -142,7 +164,7 @@ train::LayoutFacts layout_facts(const PlanOptions& o, const TrainConfig& t) {
 }
 
 void print_budget(const PlanOptions& o) {
-  const Config config = load_run_config(o.config_path, train_sets(o));
+  const Config config = plan_config(o);
   const TrainConfig& t = config.train;
   const train::ModelShape shape = train::model_shape(t);
   train::DeviceMemory device;

@@ -23,6 +23,10 @@ expect_in "$TMP/plan" "ntasks-per-node=8" "plan srun options"
 
 "$SHAKEDOWN" plan --nodes 0 --ranks-per-node 8 >"$TMP/plan" 2>&1
 expect_rc 2 $? "plan with 0 nodes"
+expect_in "$TMP/plan" "^--nodes: 0 is out of range: give a whole number from 1 to 1000000$" "the range said plainly"
+"$SHAKEDOWN" plan --nodes two --ranks-per-node 8 >"$TMP/plan" 2>&1
+expect_rc 2 $? "plan with a word for nodes"
+expect_in "$TMP/plan" "^--nodes: 'two' is not a whole number" "a word is not called out of range"
 # Memory budget of one GPU (the numbers themselves are unit-tested in unit_train).
 "$SHAKEDOWN" plan --model llama2-70b --tp 8 --dp 16 --micro-batch 1 --seq-len 4096 --zero 1 \
   --gpu h200-sxm >"$TMP/budget" 2>&1
@@ -51,7 +55,10 @@ expect_rc 2 $? "plan with tp 3"
 expect_in "$TMP/budget" "nearest valid tp: 2 or 4" "bad tp names the nearest valid values"
 "$SHAKEDOWN" plan --model llama2-8b >"$TMP/budget" 2>&1
 expect_rc 2 $? "plan with an unknown model"
-expect_in "$TMP/budget" "did you mean \"llama2-7b\"" "unknown model"
+expect_in "$TMP/budget" "error: --model llama2-8b: train.model: unknown model .*did you mean \"llama2-7b\"" "unknown model, named as typed"
+"$SHAKEDOWN" plan --model llama2-7b --seq-len -5 >"$TMP/budget" 2>&1
+expect_rc 2 $? "plan with a negative sequence length"
+expect_in "$TMP/budget" "error: --seq-len -5: train.seq_len: must be an integer" "the flag named as typed"
 "$SHAKEDOWN" plan --model llama2-7b --gpu h300 >"$TMP/budget" 2>&1
 expect_rc 2 $? "plan with an unknown GPU"
 "$SHAKEDOWN" plan >"$TMP/budget" 2>&1

@@ -125,7 +125,8 @@ TEST(Inject, DriftNamesANodeAndAField) {
       parse_fault(spec);
       ADD_FAILURE() << spec << " was accepted";
     } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << spec << " -> " << e.what();
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos)
+          << spec << " -> " << e.what();
     }
   }
 }

@@ -456,6 +456,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
         agreed(ctx.world(), [&] { return NetworkMap::read(config.topology.blocks); });
     const bool checkpoint =
         std::find(config.phases.begin(), config.phases.end(), "checkpoint") != config.phases.end();
+    check_phases(ctx, config, faults);  // what a phase would refuse, refused before the file
     if (checkpoint) agreed(ctx.world(), [&] { check_checkpoint_dir(ctx, config.checkpoint); });
     // An audit keeps its file only when asked to (--out): a Slurm prolog leaves nothing behind.
     const bool scratch = options.audit && options.out.empty();

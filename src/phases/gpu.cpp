@@ -34,16 +34,17 @@ GpuChoice choose_gpu(const Context& ctx) {
 
 bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
                      const std::string& setting, const std::string& gpu_value,
-                     const std::string& cpu_value, bool exclusive) {
+                     const std::string& cpu_value, bool exclusive, bool say) {
   if (setting == gpu_value) {
     agreed(ctx.world(), [&] {
       if (gpu.device < 0) {
-        throw UsageError(key + ": " + gpu_value +
-                         " needs a GPU on every rank, and this rank has none (" + gpu.why_not +
-                         "); use " + cpu_value + " or auto");
+        throw UsageError(key + ": " + gpu_value + " needs a GPU on every rank, and " +
+                         ctx.describe_rank(ctx.rank()) + " has none (" + gpu.why_not + "); use " +
+                         cpu_value + " or auto");
       }
       if (exclusive && !gpu.shared.empty()) {
-        throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and " + gpu.shared +
+        throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and on " +
+                         ctx.describe_rank(ctx.rank()) + "'s host " + gpu.shared +
                          "; start one rank per GPU or use " + cpu_value + " or auto");
       }
     });
@@ -53,7 +54,7 @@ bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string
   // Every rank has a GPU; and, when the path needs one per rank, none is shared.
   int every[2] = {gpu.device >= 0 ? 1 : 0, !exclusive || gpu.shared.empty() ? 1 : 0};
   SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, ctx.world()));
-  if (every[0] != 0 && every[1] == 0 && ctx.is_root()) {
+  if (say && every[0] != 0 && every[1] == 0 && ctx.is_root()) {
     std::fprintf(stderr,
                  "shakedown: %s: auto uses %s, not %s: some host runs more ranks than it has "
                  "GPUs (%s needs one GPU per rank)\n",

@@ -22,9 +22,11 @@ GpuChoice choose_gpu(const Context& ctx);
 // `setting` is the config value of `key`: "auto" takes the GPU path when every rank has a GPU
 // (and, when `exclusive`, no GPU serves two ranks: NCCL); `gpu_value` forces it, and a rank that
 // cannot follow is a usage error naming the key; anything else is the CPU path.
+// `say`: rank 0 says why auto took the CPU path where GPUs are shared (once per run: the phase
+// says it, not the check before the run).
 bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
                      const std::string& setting, const std::string& gpu_value,
-                     const std::string& cpu_value, bool exclusive);
+                     const std::string& cpu_value, bool exclusive, bool say = true);
 
 // Makes `device` the calling thread's current CUDA device (no-op without CUDA).
 void use_gpu(int device);

@@ -16,8 +16,13 @@ namespace shakedown {
 
 void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long steps,
                               const std::string& one_step) {
-  agreed(env.ctx.world(), [&] {
-    for (const FaultSpec& f : env.faults.all()) {
+  refuse_unreachable_steps(env.ctx, env.faults, phase, steps, one_step);
+}
+
+void refuse_unreachable_steps(const Context& ctx, const FaultPlan& faults, const std::string& phase,
+                              long steps, const std::string& one_step) {
+  agreed(ctx.world(), [&] {
+    for (const FaultSpec& f : faults.all()) {
       if (f.phase == phase && f.step > steps) {
         throw UsageError("--inject " + f.text + ": the " + phase + " phase has " +
                          std::to_string(steps) + " step(s) (" + one_step + "); use step=1.." +

@@ -56,6 +56,16 @@ void begin_measured_step(PhaseEnv& env, const std::string& phase, int n, const s
 // `one_step` says what one is ("one per GEMM shape").
 void refuse_unreachable_steps(PhaseEnv& env, const std::string& phase, long steps,
                               const std::string& one_step);
+void refuse_unreachable_steps(const Context& ctx, const FaultPlan& faults, const std::string& phase,
+                              long steps, const std::string& one_step);
+
+// What the phases asked for would refuse at their start, refused before the run file exists
+// (exit 2, no file, nothing measured): a GPU path forced (devices.path cuda, collectives.backend
+// nccl, gemm.engine or train.engine cublaslt) where a rank has no GPU; a training layout that
+// does not fit the run (tp, dp, shapes); an --inject step beyond the train or checkpoint
+// phase's steps. Collective over the world; each error is the same on every rank. The phases
+// check again when they run, with the same functions.
+void check_phases(const Context& ctx, const Config& config, const FaultPlan& faults);
 
 // The CPU GEMM engine's threads when gemm.threads is 0: the CPUs this rank may run on; when it is
 // not bound, its host's CPUs shared among the host's ranks.

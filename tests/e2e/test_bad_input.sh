@@ -96,10 +96,12 @@ touch "$TMP/exists.h5"
 "$SHAKEDOWN" run --out "$TMP/exists.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "refusing to overwrite"
 [[ ! -s "$TMP/exists.h5" ]] || fail "existing file was modified"
-# NCCL forced on ranks without GPUs: exit 2 with why, said once (not once per rank).
-"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases collectives --set collectives.backend=nccl \
+# NCCL forced on ranks without GPUs: exit 2 with why, said once (not once per rank), before
+# anything runs: no run file.
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,collectives --set collectives.backend=nccl \
   --out "$TMP/n.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "nccl without GPUs"
-expect_in "$TMP/out" "rank 0 \(host [^)]+\): collectives.backend: nccl needs a GPU on every rank" "nccl message"
+expect_in "$TMP/out" "error: collectives.backend: nccl needs a GPU on every rank, and rank 0 \(host [^)]+\) has none" "nccl message"
 [[ $(grep -c "needs a GPU on every rank" "$TMP/out") -eq 1 ]] || fail "the nccl error was printed more than once"
+[[ ! -e "$TMP/n.h5" && ! -e "$TMP/n.h5.partial" ]] || fail "a run file was made for a config refused up front"
 pass "bad input"

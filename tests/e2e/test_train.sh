@@ -98,10 +98,12 @@ EOF
   --out "$TMP/bad.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 2 $? "tp 3 on 4 ranks"
 expect_in "$TMP/stderr" "train.tp" "names the key"
+[[ ! -e "$TMP/bad.h5" && ! -e "$TMP/bad.h5.partial" ]] || fail "tp 3: refused after the run file was made"
 "$MPIRUN" -n 2 "$SHAKEDOWN" run --phases train "${small[@]}" --inject sdc:rank=1,phase=train,step=9 \
   --out "$TMP/n.h5" >"$TMP/stdout" 2>"$TMP/stderr"
 expect_rc 2 $? "sdc step beyond the steps"
 expect_in "$TMP/stderr" "the train phase has 5 step\(s\).*use step=1..5" "names the steps there are"
+[[ ! -e "$TMP/n.h5" && ! -e "$TMP/n.h5.partial" ]] || fail "an unreachable step: refused after the run file was made"
 
 # A rank that hangs mid-phase: the watchdog ends the run, and the steps measured before it are
 # in the file (each step is appended as it completes) and judged, with the coverage saying so.

@@ -108,8 +108,11 @@ RunFile RunFile::open(const std::filesystem::path& path) {
     if (h5::is_hdf5(path) == 0) {
       throw UsageError("'" + name + "' is not an HDF5 file; give a shakedown run file (.h5)");
     }
-    throw UsageError("cannot open '" + name + "' as an HDF5 file (" + e.what() +
-                     "); the file may be damaged or truncated");
+    // HDF5's own words ("truncated file: eof = ..."), not the call that failed.
+    std::string why = e.what();
+    if (const auto at = why.find(" failed: "); at != std::string::npos) why.erase(0, at + 9);
+    throw UsageError("cannot open '" + name + "' as an HDF5 file: " + why +
+                     "; the file may be damaged or truncated");
   }
   std::int64_t version = 0;
   try {

@@ -107,8 +107,10 @@ void RunWriter::fail_io(const h5::IoError& e, const std::string& what) {
     open_file_.reset();
   }
   io_error_ = e.os_error();
+  // The system's words are the cause; HDF5's error stack under them (a dozen cache and flush
+  // calls) would only bury it, so the detail says what was being written, nothing more.
   throw h5::IoError("cannot write the run file '" + partial_path_.string() + "': " + io_error_,
-                    "while writing " + what + ": " + e.what() + "; " + e.detail(), io_error_);
+                    "while writing " + what, io_error_);
 }
 
 RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMeta& meta,

@@ -1,5 +1,6 @@
 // `shakedown run`: the whole pipeline under MPI.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -331,6 +332,30 @@ void check_baseline(const Context& ctx, const std::string& baseline,
   });
 }
 
+// --json FILE: rank 0 checks, before anything runs, that the report can be written there (its
+// folder exists and is writable, and FILE is no folder), so an audit does not run to fail at
+// its last step.
+void check_report_path(const Context& ctx, const std::string& path, const std::string& option) {
+  agreed(ctx.world(), [&] {
+    if (!ctx.is_root() || path.empty()) return;
+    const std::filesystem::path p(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      throw UsageError(option + " " + path + " is a folder; name a file (e.g. " +
+                       (p / "audit.json").string() + ")");
+    }
+    const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
+    if (!std::filesystem::is_directory(dir, ec)) {
+      throw UsageError(option + " " + path + ": the folder " + dir.string() +
+                       " does not exist; create it or name a file in an existing folder");
+    }
+    if (::access(dir.c_str(), W_OK) != 0) {
+      throw UsageError(option + " " + path + ": the folder " + dir.string() + " is not writable (" +
+                       std::strerror(errno) + ")");
+    }
+  });
+}
+
 // RUN.h5 -> RUN<suffix>: RUN.json, RUN.compare.json, RUN.html ...
 std::filesystem::path report_path(const std::filesystem::path& out, std::string_view suffix) {
   std::filesystem::path p = out;
@@ -470,6 +495,7 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     const std::filesystem::path out = bcast_string(ctx.world(), 0, chosen);
     if (checkpoint) check_checkpoint_shared(ctx, config.checkpoint, out.parent_path());
     check_baseline(ctx, options.baseline, out, config.phases);
+    check_report_path(ctx, options.json_out, "--json");
     Recorder recorder(ctx, out, make_meta(ctx, options, yaml), config.output.compression);
     guard.disarm();
     if (ctx.is_root() && !scratch) {
@@ -481,10 +507,18 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
     // then says so rather than "running".
     // An audit that fails keeps its scratch file, the record of why, and says where it is.
     PhaseInProgress in_progress;
+    const bool reports_asked =
+        !reports.formats.empty() || reports.html || !options.json_out.empty();
     auto abort_run = [&](const std::string& reason) {
       const std::string phase = in_progress.get();
       recorder.mark_aborted(phase.empty() ? reason : reason + " (in the " + phase + " phase)",
                             phase);
+      if (reports_asked && ctx.is_root()) {
+        std::fprintf(stderr,
+                     "shakedown: no reports written (the run did not finish); make them from its "
+                     "file: shakedown summary --format json|junit|prometheus %s\n",
+                     recorder.final_path().c_str());
+      }
       if (scratch && ctx.is_root()) {
         std::fprintf(stderr,
                      "shakedown: the audit did not finish; its run file is kept at %s "

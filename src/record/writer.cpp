@@ -123,6 +123,11 @@ RunWriter RunWriter::create(const std::filesystem::path& final_path, const RunMe
   std::filesystem::path partial = final_path;
   partial += schema::kPartialSuffix;
   std::error_code ec;
+  if (std::filesystem::is_directory(final_path, ec)) {
+    throw UsageError("the run file '" + final_path.string() +
+                     "' is a folder; name a file in it (e.g. " + (final_path / "run.h5").string() +
+                     "), or give no file name and set output.dir to that folder");
+  }
   if (std::filesystem::exists(final_path, ec)) {
     throw UsageError("refusing to overwrite existing run file '" + final_path.string() +
                      "'; choose another output name or move the old file away");

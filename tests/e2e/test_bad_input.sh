@@ -95,6 +95,9 @@ expect_in "$TMP/out" "^shakedown: error: cannot read '.*damaged_string_heap.h5':
 touch "$TMP/exists.h5"
 "$SHAKEDOWN" run --out "$TMP/exists.h5" >"$TMP/out" 2>&1
 expect_rc 2 $? "refusing to overwrite"
+"$SHAKEDOWN" run --out "$TMP" >"$TMP/out" 2>&1
+expect_rc 2 $? "--out a folder"
+expect_in "$TMP/out" "the run file '$TMP' is a folder; name a file in it" "a folder is not called an existing run file"
 [[ ! -s "$TMP/exists.h5" ]] || fail "existing file was modified"
 # NCCL forced on ranks without GPUs: exit 2 with why, said once (not once per rank), before
 # anything runs: no run file.

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 for bad in 2 0; do
   out="$TMP/fail$bad.h5"
   start=$(date +%s)
-  "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --set timeouts.phase_s=30 \
+  "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 --set timeouts.phase_s=30 --report junit \
     --inject "fail:rank=$bad,phase=inventory" --out "$out" >"$TMP/stdout" 2>"$TMP/stderr"
   rc=$?
   elapsed=$(($(date +%s) - start))
@@ -16,6 +16,7 @@ for bad in 2 0; do
   expect_in "$TMP/stderr" "rank $bad \(host [^)]+\): inject: planted failure at the start of phase inventory" \
     "failing rank named"
   [[ -f "$out" ]] || fail "no file after the failure on rank $bad"
+  expect_in "$TMP/stderr" "no reports written \(the run did not finish\); make them from its file: shakedown summary --format json\|junit\|prometheus $out" "the missing --report said"
   [[ "$(h5_root_attr "$out" status)" == aborted ]] || fail "status is not aborted (rank $bad)"
   [[ "$(h5_root_attr "$out" abort_reason)" == "rank $bad "* ]] || fail "abort_reason does not name rank $bad"
   "$SHAKEDOWN" summary "$out" >"$TMP/summary" 2>&1

@@ -242,7 +242,13 @@ std::string format_collectives_headline(const CollectivesData& data) {
 std::string format_summary(const RunFile& file, const RunAnalysis& a, bool detail) {
   std::ostringstream os;
   const Verdict& v = a.verdict;
-  os << "shakedown run " << file.path().string() << '\n';
+  // The subcommand that wrote it (its command line's second word): `audit` or `run`.
+  const std::string& command = a.facts.meta.command_line;
+  const auto first_space = command.find(' ');
+  const bool audit = first_space != std::string::npos &&
+                     command.substr(first_space + 1, command.find(' ', first_space + 1) -
+                                                         first_space - 1) == "audit";
+  os << (audit ? "shakedown audit " : "shakedown run ") << file.path().string() << '\n';
   os << format_run_meta(a.facts.meta);
   os << "\ntopology\n"
      << (detail ? format_topology_table(a.facts.ranks) : format_topology_compact(a.facts.ranks));

@@ -87,6 +87,15 @@ std::vector<double> log_of(const std::vector<double>& v) {
   return out;
 }
 
+// The smallest two-sided p the exact Mann-Whitney test can give n against m samples:
+// 2 / C(n + m, n), as its log.
+double log_best_p(std::size_t n_before, std::size_t n_after) {
+  const double n = static_cast<double>(n_before), m = static_cast<double>(n_after);
+  return std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1));
+}
+
+constexpr const char* kTooFewSamples = "too few samples for the test to reach alpha";
+
 // Judges items: the log-time samples before and after, tested and measured (the result is
 // decided once the correction over all judged items is known), or left not judged, saying why.
 // Holds the exact null distributions it counted, for the next item of the same sample sizes.
@@ -101,13 +110,11 @@ class Judge {
     const std::vector<double> b = log_of(before), a = log_of(after);
     item.n_before = b.size();
     item.n_after = a.size();
-    // The smallest two-sided p the exact test can give is 2 / C(n + m, n): samples too few for
-    // it to reach alpha even alone are not judged (3 checkpoints against 3 give at best 0.1).
-    const double n = static_cast<double>(b.size()), m = static_cast<double>(a.size());
-    if (b.size() < 2 || a.size() < 2 ||
-        std::log(2.0) - (std::lgamma(n + m + 1) - std::lgamma(n + 1) - std::lgamma(m + 1)) >=
-            std::log(o_.alpha)) {
-      item.not_judged_why = "too few samples for the test to reach alpha";
+    // Samples too few for the exact test to reach alpha even alone are not judged (3
+    // checkpoints against 3 give at best p = 0.1); compare_runs then holds the rest to the
+    // corrected alpha.
+    if (b.size() < 2 || a.size() < 2 || log_best_p(b.size(), a.size()) >= std::log(o_.alpha)) {
+      item.not_judged_why = kTooFewSamples;
       return;
     }
     if (item.unit != kRelativeUnit && !absolute_not_judged_.empty()) {
@@ -591,6 +598,29 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
         " have no measurement in common (collectives sizes, GEMM shapes, train "
         "steps, checkpoint layout or link-scan nodes)" +
         (c.not_compared.empty() ? "" : "; not compared: " + join(c.not_compared, "; ")));
+  }
+  // Bonferroni holds each item to alpha / (items judged). An item whose samples cannot reach
+  // that even in the best case (5 GEMM iterations against 5: p >= 0.0079, above 0.05 / 16) could
+  // never count: it is not judged either, rather than called unchanged, and the others are held
+  // to the correction over what is left. The items with the fewest samples (the largest best p)
+  // go first, one sample size at a time, until the rest can all reach it. This looks only at
+  // sample sizes, never at the data, so the correction stays valid.
+  for (;;) {
+    std::size_t judged = 0;
+    double worst = -1e300;  // the largest log best p among the items judged
+    for (const CompareItem& i : c.items) {
+      if (i.result == CompareItem::Result::kNotJudged) continue;
+      ++judged;
+      worst = std::max(worst, log_best_p(i.n_before, i.n_after));
+    }
+    if (judged == 0 || worst < std::log(o.alpha / static_cast<double>(judged))) break;
+    for (CompareItem& i : c.items) {
+      if (i.result != CompareItem::Result::kNotJudged &&
+          log_best_p(i.n_before, i.n_after) >= worst) {
+        i.result = CompareItem::Result::kNotJudged;
+        i.not_judged_why = kTooFewSamples;
+      }
+    }
   }
   for (const CompareItem& i : c.items) {
     if (i.result == CompareItem::Result::kNotJudged) {

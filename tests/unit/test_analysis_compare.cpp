@@ -112,8 +112,8 @@ CheckpointRecord checkpoint(unsigned seed, std::size_t iters, double write_facto
   return r;
 }
 
-// One 64x128x128 shape on `engine`, 20 iterations of ~100 us per rank.
-GemmShapeRecord gemm(const std::string& engine, unsigned seed) {
+// One 64x128x128 shape on `engine`, `iters` iterations of ~100 us per rank.
+GemmShapeRecord gemm(const std::string& engine, unsigned seed, std::size_t iters = 20) {
   GemmShapeRecord g;
   g.order = 1;
   g.m = 64;
@@ -123,10 +123,10 @@ GemmShapeRecord gemm(const std::string& engine, unsigned seed) {
   g.out_dtype = "bf16";
   g.engine = engine;
   g.flop = 2.0 * 64 * 128 * 128;
-  g.iters = 20;
+  g.iters = static_cast<std::int64_t>(iters);
   std::mt19937 rng(seed);
   std::normal_distribution<double> noise(0, 0.03);
-  for (std::size_t i = 0; i < 20 * kWorld; ++i) g.time_us.push_back(100 * std::exp(noise(rng)));
+  for (std::size_t i = 0; i < iters * kWorld; ++i) g.time_us.push_back(100 * std::exp(noise(rng)));
   g.max_rel_err.assign(kWorld, 1e-3);
   g.err_bound_ratio.assign(kWorld, 0.1);
   g.worst_expected.assign(kWorld, 1);
@@ -295,6 +295,41 @@ TEST(CompareGemm, AShapeIsMatchedByNameAndEngine) {
   EXPECT_EQ(other.only_in_before[0], "gemm 64x128x128 (cpu)");
   ASSERT_EQ(other.only_in_after.size(), 1u);
   EXPECT_EQ(other.only_in_after[0], "gemm 64x128x128 (cublaslt)");
+}
+
+// Bonferroni over every item: 5 GEMM iterations against 5 give p = 0.0079 at best, above 0.05 /
+// 15 items, so not one of the GEMM's could count. They are "not judged" (never "unchanged",
+// which said NO REGRESSION for a rank 3x slower), and the train step's 10 items, which can, are
+// held to 0.05 / 10. With 10 GEMM iterations against 10 the rank 3x slower is named.
+TEST(CompareGemm, ItemsThatCannotReachTheCorrectedAlphaAreNotJudged) {
+  Files f;
+  const TrainRecord t = train(1);
+  GemmShapeRecord a = gemm("cpu", 1, 5), b = gemm("cpu", 2, 5);
+  for (std::size_t i = 0; i < 5; ++i) b.time_us[i * kWorld + 2] *= 3;  // rank 2, 3x slower
+  const Comparison few =
+      compare(f.write("a.h5", &t, nullptr, &a), f.write("b.h5", &t, nullptr, &b));
+  auto rank_item = [](const Comparison& c, const std::string& rank) -> const CompareItem* {
+    for (const CompareItem& i : c.items) {
+      if (i.phase == "gemm" && i.where.rfind(rank + " (", 0) == 0) return &i;
+    }
+    return nullptr;
+  };
+  const CompareItem* rank2 = rank_item(few, "rank 2");
+  ASSERT_NE(rank2, nullptr);
+  EXPECT_EQ(rank2->result, CompareItem::Result::kNotJudged);
+  EXPECT_EQ(rank2->not_judged_why, "too few samples for the test to reach alpha");
+  EXPECT_TRUE(slower_places(few).empty());
+  EXPECT_EQ(few.not_judged, 5u) << format_comparison(few, true);  // the shape and its 4 ranks
+  EXPECT_EQ(few.judged, 10u);  // the train step's items (10 samples each) are held to 0.05 / 10
+
+  GemmShapeRecord c = gemm("cpu", 3, 10), d = gemm("cpu", 4, 10);
+  for (std::size_t i = 0; i < 10; ++i) d.time_us[i * kWorld + 2] *= 3;
+  const Comparison enough =
+      compare(f.write("c.h5", &t, nullptr, &c), f.write("d.h5", &t, nullptr, &d));
+  const CompareItem* judged = rank_item(enough, "rank 2");
+  ASSERT_NE(judged, nullptr);
+  EXPECT_EQ(judged->result, CompareItem::Result::kSlower) << format_comparison(enough, true);
+  EXPECT_EQ(enough.exit_code(), 1);
 }
 
 TEST(CompareFormats, JsonJunitAndPrometheusSayTheSame) {

@@ -61,18 +61,20 @@ std::string utc_stamp() {
 
 // --out, else output.file, else <output.dir>/<UTC timestamp>.h5 with a suffix if that exists;
 // under Slurm the job's id is in the name too (<stamp>-job<id>[_<array task>].h5): the jobs of an
-// array start in the same second and write to the same folder.
+// array start in the same second and write to the same folder. An array task is named as Slurm
+// names it (%A_%a: the array's job id, then the task), not by its own job id.
 std::filesystem::path choose_output(const Config& config, const std::string& out) {
   if (!out.empty()) return out;
   if (!config.output.file.empty()) return config.output.file;
   const std::filesystem::path dir = config.output.dir;
   std::string stamp = utc_stamp();
-  const char* job = std::getenv("SLURM_JOB_ID");
-  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
   auto plain = [](const char* v) {
     return v != nullptr && *v != '\0' &&
            std::string_view(v).find_first_not_of("0123456789") == std::string_view::npos;
   };
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* job = plain(task) && plain(array_job) ? array_job : std::getenv("SLURM_JOB_ID");
   if (plain(job)) stamp += std::string("-job") + job + (plain(task) ? std::string("_") + task : "");
   std::filesystem::path p = dir / (stamp + ".h5");
   for (int i = 2; std::filesystem::exists(p) || std::filesystem::exists(p.string() + ".partial");

@@ -14,9 +14,15 @@ gib=$(awk -v kb="$total_kb" 'BEGIN {printf "%.1f", kb / 1048576}')
 expect_in "$TMP/log" "node 0 \(.*\): .*, $gib GiB[,;]" "inventory memory is the machine's ($gib GiB)"
 # The default name under Slurm has the job (and array task) in it: an array's jobs start in the
 # same second and write to one folder.
-SLURM_JOB_ID=4242 SLURM_ARRAY_TASK_ID=7 "$SHAKEDOWN" run --set 'phases=[inventory]' \
-  --set "output.dir=$TMP/named" >"$TMP/log2" 2>&1
+# An array task is named as Slurm's %A_%a: the array's job id (task 7 of array 4235 runs as
+# job 4242), then the task.
+SLURM_JOB_ID=4242 SLURM_ARRAY_JOB_ID=4235 SLURM_ARRAY_TASK_ID=7 "$SHAKEDOWN" run \
+  --set 'phases=[inventory]' --set "output.dir=$TMP/named" >"$TMP/log2" 2>&1
 expect_rc 0 $? "singleton run with the default name under Slurm"
-compgen -G "$TMP/named/*T*Z-job4242_7.h5" >/dev/null ||
+compgen -G "$TMP/named/*T*Z-job4235_7.h5" >/dev/null ||
+  fail "default name of an array task is not <array job>_<task>: $(ls "$TMP/named")"
+SLURM_JOB_ID=4243 "$SHAKEDOWN" run --set 'phases=[inventory]' --set "output.dir=$TMP/named" \
+  >"$TMP/log2" 2>&1
+compgen -G "$TMP/named/*T*Z-job4243.h5" >/dev/null ||
   fail "default name under Slurm lacks the job: $(ls "$TMP/named")"
 pass "singleton run wording"

@@ -241,7 +241,9 @@ int main(int argc, char** argv) {
   auto* report_cmd = app.add_subcommand(
       "report",
       "Write the HTML report of a run file: one self-contained page with the verdict, checks, "
-      "charts of every phase and, with --baseline, the comparison");
+      "charts of every phase and, with --baseline, the comparison. Exit code: the run's verdict's "
+      "(0, 1, 3), or 1 when it passed and regressed against --baseline; 2 bad input, 3 when the "
+      "page could not be written");
   report_cmd->add_option("file", report.path, "RUN.h5")->required();
   report_cmd->add_option("--baseline", report.baseline,
                          "BASELINE.h5: add the comparison with it (as `shakedown compare`)");

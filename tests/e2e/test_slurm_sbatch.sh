@@ -81,6 +81,9 @@ expect_in "$log2" "TIMEOUT: rank 1 \(host [^,]+, node 0 \[virtual\]\) did not re
 expect_in "$log2" "shakedown.sbatch: job $jid2: exit 3 \(runtime fault\)" "template reports exit 3"
 [[ "$(h5_root_attr "$TMP/results/$jid2/run.h5" status)" == aborted ]] || fail "stall run.h5 not marked aborted"
 expect_in "$TMP/results/$jid2/summary.txt" "ABORTED.*rank 1" "saved summary names the reason"
+# The page of an aborted run is written (report exits 3, the verdict's code): no report.err.
+[[ -s "$TMP/results/$jid2/report.html" && ! -e "$TMP/results/$jid2/report.err" ]] ||
+  fail "aborted job: report.html missing or a report.err left: $(ls "$TMP/results/$jid2")"
 srun_rc=$(sed -n 's/.*\[from the run file.s verdict; srun exited \([0-9]*\)\].*/\1/p' "$log2")
 t2=$(($(date +%s) - start - t1))
 

@@ -539,6 +539,7 @@ void visibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
   // With virtual nodes every pretend node reports its host's GPUs: count each host once.
   std::vector<Finding> bad;
   std::size_t total = 0;
+  std::size_t count_applied = 0;  // nodes held to the expected count
   for (const NodeView& v : nodes) {
     const int cuda = v.gpu_count();
     total += static_cast<std::size_t>(cuda);
@@ -560,6 +561,7 @@ void visibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
     // A platform's count is for nodes of its kind: a node without any GPU is not one (and
     // platform.match says so); a count the config asks for holds everywhere.
     const bool holds = expected > 0 && (!platform_count || have > 0);
+    if (holds) ++count_applied;
     if (holds && have < expected) {
       bad.push_back(node_finding(v, "audit.visibility", CheckStatus::kFail,
                                  "has " + plural(static_cast<std::size_t>(have), "GPU") +
@@ -591,9 +593,13 @@ void visibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
       "audit.visibility", CheckStatus::kPass,
       (total == 0 ? std::string("no GPU on any node, none on the PCI bus")
                   : plural(total, "GPU") + " visible, every one on the PCI bus seen by CUDA") +
-          (expected > 0 ? ", " + std::to_string(expected) + " per node as " + from + " expects"
-                        : ", no count expected (topology.expected_gpus_per_node or a "
-                          "platform's audit.gpus_per_node)") +
+          (expected > 0 && count_applied > 0
+               ? ", " + std::to_string(expected) + " per node as " + from + " expects"
+           : expected > 0 ? ", " + from + "'s " + std::to_string(expected) +
+                                " per node not applied: no node has a GPU (platform.match says "
+                                "whether the platform fits)"
+                          : ", no count expected (topology.expected_gpus_per_node or a "
+                            "platform's audit.gpus_per_node)") +
           "; " + plural(nodes.size(), "node")));
 }
 

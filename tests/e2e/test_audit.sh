@@ -74,6 +74,11 @@ grep -q "WARN\] audit.settings" "$TMP/out" && fail "audit.allow_nccl: still warn
 expect_rc 1 $? "8 GPUs expected"
 expect_in "$TMP/out" "\[FAIL\] audit.visibility: node 0 \(host [^)]*\): has 0 GPUs, expected 8 \(topology.expected_gpus_per_node\)" "visibility names the node"
 
+# A platform's GPU count is not applied to a node without GPUs (platform.match judges that),
+# and the pass line does not claim it was met.
+"$SHAKEDOWN" audit --set checks.platform=h100-sxm >"$TMP/out" 2>&1
+expect_in "$TMP/out" "\[PASS\] audit.visibility: .*platform h100-sxm's 8 per node not applied: no node has a GPU" "the count not claimed"
+
 # ---- a --json FILE that cannot be written: exit 2 before the audit, naming the folder ----
 "$SHAKEDOWN" audit --json "$TMP/nowhere/a.json" >"$TMP/out" 2>&1
 expect_rc 2 $? "audit --json into a missing folder"

@@ -53,7 +53,7 @@ struct Cell {
 void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
                          std::ostringstream& os) {
   const auto groups = group_checks(v.findings);
-  std::vector<std::string> skipped, audit_passed;
+  std::vector<std::string> skipped, not_run, audit_passed;
   // Passed checks of these families share one line, with their coverage finding's message.
   struct Collapsed {
     std::string family;  // "devices"
@@ -63,7 +63,10 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
   std::vector<Collapsed> collapsed = {{"devices", {}, {}}, {"telemetry", {}, {}}};
   for (const CheckGroup& g : groups) {
     if (g.status == CheckStatus::kSkip && !detail) {
-      skipped.push_back(g.check);
+      // A phase the run never reached (it ended before) is not "not applicable".
+      const bool never_ran =
+          !g.findings.empty() && g.findings.front()->message.starts_with("not run:");
+      (never_ran ? not_run : skipped).push_back(g.check);
       continue;
     }
     if (g.status == CheckStatus::kPass && collapse_audit && !detail &&
@@ -122,6 +125,10 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
     // "devices: coverage, memory (host tests copy, triad on 4 device(s), ...)"
     os << "  [PASS] " << c.family << ": " << join(c.passed, ", ") << " ("
        << (c.coverage.empty() ? "" : c.coverage + "; ") << "--detail says what each covered)\n";
+  }
+  if (!not_run.empty()) {
+    os << "  [SKIP] " << join(not_run, ", ") << " (not run: the run ended before "
+       << (not_run.size() == 1 ? "its phase" : "their phases") << ")\n";
   }
   if (!skipped.empty()) {
     os << "  [SKIP] " << join(skipped, ", ") << " (not applicable here; --detail says why)\n";

@@ -614,6 +614,9 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
                     facts.platform_choice + ")";
   }
   out.push_back(match);
+  // The platform's figures do not describe every node: a failure against them still says how
+  // far a node is from them; a pass says nothing, and is not given.
+  const bool mismatch = !off.empty();
   if (!facts.sanitizers.empty()) {
     out.push_back(run_finding("platform.expected", CheckStatus::kSkip,
                               "written by a sanitizer build (" + facts.sanitizers +
@@ -702,6 +705,12 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
   }
   if (!bw_bad.empty()) {
     out.insert(out.end(), bw_bad.begin(), bw_bad.end());
+  } else if (compared > 0 && mismatch) {
+    out.push_back(run_finding("collectives.expected_busbw", CheckStatus::kSkip,
+                              plural(compared, "sweep", "sweeps") +
+                                  " at >= " + fixed_text(100 * fraction, 0) + "% of " + p.name +
+                                  "'s figures, which do not describe these nodes " +
+                                  "(platform.match): no pass"));
   } else if (compared > 0) {
     out.push_back(run_finding("collectives.expected_busbw", CheckStatus::kPass,
                               plural(compared, "sweep", "sweeps") + " compared with " + p.name +
@@ -718,6 +727,11 @@ std::vector<Finding> platform_checks(const RunFacts& facts, const CollectivesDat
   }
   if (!lat_bad.empty()) {
     out.insert(out.end(), lat_bad.begin(), lat_bad.end());
+  } else if (lat_compared > 0 && mismatch) {
+    out.push_back(run_finding("collectives.latency", CheckStatus::kSkip,
+                              plural(lat_compared, "sweep", "sweeps") + " within " + p.name +
+                                  "'s latency ceilings, which do not describe these nodes " +
+                                  "(platform.match): no pass"));
   } else if (lat_compared > 0) {
     out.push_back(run_finding("collectives.latency", CheckStatus::kPass,
                               plural(lat_compared, "sweep", "sweeps") + " within " + p.name +

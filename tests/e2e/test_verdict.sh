@@ -100,6 +100,15 @@ expect_rc 1 $rc "a CPU run held to h100-sxm"
 expect_in "$TMP/h100" "\[FAIL\] platform.match: h100-sxm \(checks.platform: h100-sxm\) describes H100 80GB HBM3 / H100 SXM GPUs, but 1 of 1 nodes differ \(node 0 \(host [^)]+\): no GPU\)" "platform mismatch named"
 ((sanitized)) ||
   expect_in "$TMP/h100" "\[FAIL\] collectives.expected_busbw: world all_reduce float32_sum out_of_place busbw [0-9.e-]+ GB/s at 1 GiB is [0-9.e-]+% of h100-sxm's 360 GB/s \(pass: 80%, checks.min_busbw_fraction\)" "busbw far below the figure"
+# Small sizes against h100-sxm's latency ceilings: a CPU run may be under them, but the platform
+# does not describe its nodes, so that is no pass (a failure would still say how far off).
+"$MPIRUN" -n 2 "$SHAKEDOWN" run --phases inventory,collectives --set collectives.sizes=8:4K \
+  --set collectives.ops=[all_reduce] --set collectives.scopes=[world] \
+  --set checks.platform=h100-sxm --out "$TMP/h100small.h5" >"$TMP/h100small" 2>&1
+"$SHAKEDOWN" summary --detail "$TMP/h100small.h5" >"$TMP/h100small.detail" 2>&1
+grep -q "\[PASS\] collectives.latency" "$TMP/h100small.detail" &&
+  fail "collectives.latency passed against a platform that does not describe the nodes"
+expect_in "$TMP/h100small.detail" "collectives.latency: .*(which do not describe these nodes \(platform.match\): no pass|above h100-sxm's ceiling)" "latency against a mismatched platform"
 "$SHAKEDOWN" run --phases inventory --set checks.platform=h100 --out "$TMP/bad.h5" >"$TMP/bad" 2>&1
 expect_rc 2 $? "an unknown platform"
 expect_in "$TMP/bad" "checks.platform: unknown platform \"h100\"; did you mean \"h100-nvl\"\? \(known: cpu-local, h100-nvl, h100-sxm, h200-sxm; auto" "known platforms listed"

@@ -489,6 +489,16 @@ std::string pct(double ratio) {
 
 }  // namespace
 
+std::string not_judged_reasons(const Comparison& c) {
+  std::map<std::string, std::size_t> why;
+  for (const CompareItem& i : c.items) {
+    if (i.result == CompareItem::Result::kNotJudged) ++why[i.not_judged_why];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [reason, n] : why) parts.push_back(std::to_string(n) + " " + reason);
+  return join(parts, "; ");
+}
+
 const char* Comparison::verdict_name() const {
   return regressed() ? "regressed" : nothing_judged() ? "nothing_judged" : "no_regression";
 }
@@ -771,15 +781,8 @@ std::string format_comparison(const Comparison& c, bool detail) {
      << fixed_text(100 * std::max(c.min_effect, c.min_effect_per_rank), 0)
      << "% for a rank against its run's others) ignored: " << c.slower << " slower, " << c.faster
      << " faster, " << c.judged - c.slower - c.faster << " unchanged";
-  if (c.not_judged > 0) {
-    std::map<std::string, std::size_t> why;
-    for (const CompareItem& i : c.items) {
-      if (i.result == CompareItem::Result::kNotJudged) ++why[i.not_judged_why];
-    }
-    std::vector<std::string> parts;
-    for (const auto& [reason, n] : why) parts.push_back(std::to_string(n) + " " + reason);
-    os << "; " << c.not_judged << " not judged (" << join(parts, "; ") << ")";
-  }
+  if (c.not_judged > 0)
+    os << "; " << c.not_judged << " not judged (" << not_judged_reasons(c) << ")";
   os << "\n"
      << c.slower_groups << " place(s) slower, " << c.faster_groups
      << " faster (a rank, node or the run's GEMM in most of its items and at least 2, a "

@@ -99,6 +99,10 @@ struct Comparison {
   const char* verdict_words() const;
 };
 
+// Why items were not judged, with counts: "1431 absolute time with ranks sharing cores; 3 too
+// few samples for the test to reach alpha" ("" when every item was judged).
+std::string not_judged_reasons(const Comparison& c);
+
 // "slower", "faster", "unchanged", "not_judged": the reports' words for a result.
 const char* result_name(CompareItem::Result r);
 const char* result_name(CompareGroup::Result r);

@@ -248,9 +248,10 @@ void compare_section(Page& p, const Comparison& c) {
          << "\">" << c.verdict_words() << ": " << c.slower_groups << " place(s) slower, "
          << c.faster_groups << " faster; " << c.judged << " item(s) judged at alpha "
          << general_text(c.alpha, 3) << " (Bonferroni: " << general_text(c.alpha_per_item, 3)
-         << " per item), " << c.not_judged
-         << " not judged (too few samples, or a sanitizer build's absolute times); minimum effect "
-         << general_text(c.min_effect * 100, 3) << "% (ranks and nodes against their peers: "
+         << " per item), " << c.not_judged << " not judged"
+         << (c.not_judged > 0 ? " (" + markup_escape(not_judged_reasons(c)) + ")" : "")
+         << "; minimum effect " << general_text(c.min_effect * 100, 3)
+         << "% (ranks and nodes against their peers: "
          << general_text(std::max(c.min_effect, c.min_effect_per_rank) * 100, 3) << "%). "
          << "Baseline: " << markup_escape(c.before_path) << "</p>\n";
   for (const std::string& w : c.warnings)

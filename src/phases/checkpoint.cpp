@@ -286,7 +286,6 @@ void run_checkpoint(PhaseEnv& env) {
   // Storage errors are raised through agreed() and reported with the failing rank and host
   // (rank 0's by the report itself): the storage calls are given no "where" of their own.
   env.watchdog.step("checkpoint: folder");
-  refuse_unreachable_steps(env, "checkpoint", cfg.iters, "one per checkpoint iteration");
 
   Made made;
   const fs::path root = make_root(env, made);
@@ -297,24 +296,35 @@ void run_checkpoint(PhaseEnv& env) {
                  "node cannot read it; point it at the parallel file system\n",
                  fsi.type.c_str());
   }
-  // The checkpoints completed so far, and how to record them (set below, once what it needs
-  // exists): a failure in a later one keeps their measurements.
+  // The checkpoints completed so far: rank 0 keeps their record, gathered after each one
+  // (below), so a failure in a later one, or a run the watchdog ends in this phase (a hang, a
+  // signal, a rank that died: no gather is possible then), still writes their measurements.
   int done = 0;
   fs::path current_step;  // the checkpoint being made, while one is
-  std::function<void()> record;
+  std::mutex latest_mutex;
+  std::optional<CheckpointRecord> latest;  // rank 0, under latest_mutex
+  bool recorded = false;                   // under latest_mutex
+  // Writes `rec` to /checkpoint (rank 0), once.
+  auto write_record = [&](RunWriter& writer, const CheckpointRecord& rec) {
+    write_checkpoint(writer, rec);
+    std::lock_guard lock(latest_mutex);
+    recorded = true;
+  };
   auto fail_cleanly = [&](const std::function<void()>& fn) {
     try {
       agreed(world, fn);
     } catch (...) {
-      // Every rank is here (agreed): the completed checkpoints' rows are gathered and recorded.
-      if (done > 0 && record) {
+      if (ctx.is_root()) {
+        std::optional<CheckpointRecord> rec;
+        {
+          std::lock_guard lock(latest_mutex);
+          rec = latest;
+        }
         try {
-          record();
+          if (rec) env.recorder.write([&](RunWriter& w) { write_record(w, *rec); });
         } catch (const std::exception& e) {
-          if (ctx.is_root()) {
-            std::fprintf(stderr, "shakedown: checkpoint: could not record the %d completed: %s\n",
-                         done, e.what());
-          }
+          std::fprintf(stderr, "shakedown: checkpoint: could not record the %d completed: %s\n",
+                       done, e.what());
         }
       }
       // This run's partial checkpoint goes; what was there before stays, and so do this run's
@@ -476,21 +486,8 @@ void run_checkpoint(PhaseEnv& env) {
     rec.kept = cfg.cleanup && (!cfg.keep || !all_made) ? "" : (cfg.cleanup ? last : root).string();
     return rec;
   };
-  // A run the watchdog ends in this phase (a hang, a signal, a rank that died) cannot gather:
-  // rank 0 keeps the record of the checkpoints completed so far, and writes it as the run file
-  // is marked aborted, naming the folder this run's files stay in.
-  std::mutex latest_mutex;
-  std::optional<CheckpointRecord> latest;  // rank 0, under latest_mutex
-  bool recorded = false;                   // under latest_mutex
-  record = [&] {
-    std::optional<CheckpointRecord> rec = build();
-    if (!rec) return;
-    env.recorder.write([&](RunWriter& writer) {
-      write_checkpoint(writer, *rec);
-      std::lock_guard lock(latest_mutex);
-      recorded = true;
-    });
-  };
+  // A run the watchdog ends in this phase writes the record as the run file is marked aborted,
+  // naming the folder this run's files stay in.
   std::unique_ptr<Recorder::AbortWriteRegistration> on_abort;
   if (ctx.is_root()) {
     on_abort = env.recorder.on_abort([&](RunWriter& writer) {
@@ -504,7 +501,7 @@ void run_checkpoint(PhaseEnv& env) {
       CheckpointRecord rec = *latest;
       rec.kept = root.string();
       write_checkpoint(writer, rec);
-      recorded = true;
+      recorded = true;  // (under latest_mutex already: not write_record)
     });
   }
 
@@ -682,7 +679,9 @@ void run_checkpoint(PhaseEnv& env) {
     }
   }
 
-  record();
+  if (std::optional<CheckpointRecord> rec = build()) {
+    env.recorder.write([&](RunWriter& w) { write_record(w, *rec); });
+  }
   if (cfg.cleanup && !cfg.keep) {
     made.remove(world, ctx.is_root(), {});
   } else if (ctx.is_root()) {

@@ -320,8 +320,8 @@ void Recorder::mark_aborted(const std::string& reason, const std::string& phase)
     return;
   }
   {
-    std::lock_guard writes(abort_writes_->mutex);
-    for (auto& [id, fn] : abort_writes_->fns) {
+    std::lock_guard writes(abort_writes_mutex_);
+    for (auto& [id, fn] : abort_writes_) {
       if (writer_->broken()) break;
       try {
         fn(*writer_);
@@ -342,15 +342,15 @@ void Recorder::mark_aborted(const std::string& reason, const std::string& phase)
 }
 
 std::unique_ptr<Recorder::AbortWriteRegistration> Recorder::on_abort(AbortWrite fn) {
-  std::lock_guard lock(abort_writes_->mutex);
-  const int id = abort_writes_->next_id++;
-  abort_writes_->fns.emplace(id, std::move(fn));
-  return std::make_unique<AbortWriteRegistration>(abort_writes_, id);
+  std::lock_guard lock(abort_writes_mutex_);
+  const int id = next_abort_write_++;
+  abort_writes_.emplace(id, std::move(fn));
+  return std::make_unique<AbortWriteRegistration>(*this, id);
 }
 
 Recorder::AbortWriteRegistration::~AbortWriteRegistration() {
-  std::lock_guard lock(owner_->mutex);
-  owner_->fns.erase(id_);
+  std::lock_guard lock(owner_.abort_writes_mutex_);
+  owner_.abort_writes_.erase(id_);
 }
 
 }  // namespace shakedown

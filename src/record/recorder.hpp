@@ -110,22 +110,17 @@ class Recorder {
   // queued rows, before it is closed: e.g. the telemetry of the phase the run ended in. Rank 0;
   // runs on the thread that marks the file. Registered while the returned object lives; its
   // destructor waits for a run in progress. A write that throws is said on stderr and skipped.
+  // (The registration must not outlive the recorder: declare it after.)
   using AbortWrite = std::function<void(RunWriter&)>;
-  struct AbortWrites {
-    std::mutex mutex;
-    std::map<int, AbortWrite> fns;
-    int next_id = 0;
-  };
   class AbortWriteRegistration {
    public:
-    AbortWriteRegistration(std::shared_ptr<AbortWrites> owner, int id)
-        : owner_(std::move(owner)), id_(id) {}
+    AbortWriteRegistration(Recorder& owner, int id) : owner_(owner), id_(id) {}
     AbortWriteRegistration(const AbortWriteRegistration&) = delete;
     AbortWriteRegistration& operator=(const AbortWriteRegistration&) = delete;
     ~AbortWriteRegistration();
 
    private:
-    std::shared_ptr<AbortWrites> owner_;
+    Recorder& owner_;
     int id_ = 0;
   };
   [[nodiscard]] std::unique_ptr<AbortWriteRegistration> on_abort(AbortWrite fn);
@@ -162,7 +157,9 @@ class Recorder {
   bool stopping_ = false;
   bool held_ = false;           // Hold: the thread waits for the queue to fill or the hold to end
   std::exception_ptr failure_;  // the first job that threw, for the main thread
-  std::shared_ptr<AbortWrites> abort_writes_ = std::make_shared<AbortWrites>();
+  std::mutex abort_writes_mutex_;  // held while the AbortWrites run
+  std::map<int, AbortWrite> abort_writes_;
+  int next_abort_write_ = 0;
   std::thread thread_;
 };
 

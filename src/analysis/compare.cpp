@@ -489,6 +489,17 @@ std::string pct(double ratio) {
 
 }  // namespace
 
+const std::vector<std::pair<std::string, std::string>>& compared_phases() {
+  static const std::vector<std::pair<std::string, std::string>> kPhases = {
+      {"collectives", schema::kCollectivesGroup},
+      {"gemm", schema::kGemmGroup},
+      {"train", schema::kTrainGroup},
+      {"checkpoint", schema::kCheckpointGroup},
+      {"linkscan", schema::kLinkscanGroup},
+  };
+  return kPhases;
+}
+
 std::string not_judged_reasons(const Comparison& c) {
   std::map<std::string, std::size_t> why;
   for (const CompareItem& i : c.items) {

@@ -26,6 +26,7 @@
 // are not judged either: they are several times slower and move between runs (as the verdict
 // does not hold them to the platform's numbers).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "record/reader.hpp"
@@ -109,6 +110,10 @@ const char* result_name(CompareGroup::Result r);
 
 // Throws UsageError (exit 2) for files of another schema version or without measurements.
 Comparison compare_runs(const RunFile& before, const RunFile& after, const CompareOptions& o);
+
+// The phases compare_runs compares, each with the group its measurements are in (`run
+// --baseline` checks up front that the baseline has one of the run's).
+const std::vector<std::pair<std::string, std::string>>& compared_phases();
 std::string format_comparison(const Comparison& c, bool detail);
 
 }  // namespace shakedown

@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "analysis/compare.hpp"
 #include "analysis/reporters/formats.hpp"
 #include "analysis/reporters/summary_text.hpp"
 #include "analysis/verdict.hpp"
@@ -179,8 +180,6 @@ std::string backends_text(const RunAnalysis& a) {
   return parts.empty() ? "none" : join(parts, ", ");
 }
 
-// Everything after the output file exists. Errors here may be local to one rank; the caller
-// hands them to the watchdog, which records them and ends the job.
 // The phase in progress ("" between phases), for the abort hook, which may run on the
 // watchdog's thread.
 class PhaseInProgress {
@@ -199,8 +198,10 @@ class PhaseInProgress {
   std::string name_;
 };
 
-// `telemetry` is the caller's, so that it outlives a failure thrown out of a phase: the job's end
-// then still collects the telemetry of the phase it failed in.
+// Everything after the output file exists. Errors here may be local to one rank; the caller
+// hands them to the watchdog, which records them and ends the job. `telemetry` is the caller's,
+// so that it outlives a failure thrown out of a phase: the job's end then still collects the
+// telemetry of the phase it failed in.
 void run_pipeline(Context& ctx, const Config& config, const NetworkMap& network,
                   const FaultPlan& faults, Recorder& recorder, Watchdog& watchdog, bool progress,
                   std::unique_ptr<TelemetryRun>& telemetry, PhaseInProgress& in_progress) {
@@ -308,16 +309,8 @@ void check_baseline(const Context& ctx, const std::string& baseline,
     }
     const RunFile file = open_run_file(baseline, "--baseline");
     (void)file.meta();
-    // The phases compare_runs compares, and the group each records.
-    const std::pair<const char*, const char*> compared[] = {
-        {"collectives", schema::kCollectivesGroup},
-        {"gemm", schema::kGemmGroup},
-        {"train", schema::kTrainGroup},
-        {"checkpoint", schema::kCheckpointGroup},
-        {"linkscan", schema::kLinkscanGroup},
-    };
     std::vector<std::string> here, there;
-    for (const auto& [phase, group] : compared) {
+    for (const auto& [phase, group] : compared_phases()) {
       const bool asked = std::find(phases.begin(), phases.end(), phase) != phases.end();
       const bool measured = file.has(group);
       if (asked) here.emplace_back(phase);

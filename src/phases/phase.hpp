@@ -63,8 +63,9 @@ void refuse_unreachable_steps(const Context& ctx, const FaultPlan& faults, const
 // (exit 2, no file, nothing measured): a GPU path forced (devices.path cuda, collectives.backend
 // nccl, gemm.engine or train.engine cublaslt) where a rank has no GPU; a training layout that
 // does not fit the run (tp, dp, shapes); an --inject step beyond the train or checkpoint
-// phase's steps. Collective over the world; each error is the same on every rank. The phases
-// check again when they run, with the same functions.
+// phase's steps (checked here only: those phases' step counts are the config's). Collective
+// over the world; each error is the same on every rank. The GPU paths and the layout are
+// checked again when the phases run, with the same functions (they need the results).
 void check_phases(const Context& ctx, const Config& config, const FaultPlan& faults);
 
 // The CPU GEMM engine's threads when gemm.threads is 0: the CPUs this rank may run on; when it is

@@ -167,7 +167,6 @@ void run_train(PhaseEnv& env) {
         shape, cfg,
         train::LayoutFacts{ctx.world_size(), ctx.ranks_per_node(), /*gpu=*/on_gpu, /*known=*/true});
   });
-  refuse_unreachable_steps(env, "train", cfg.steps, "one per measured training step");
   const int tp = parallel.tp;
   // TP inside the node: consecutive local ranks; DP: one TP index across the world, ordered by
   // TP group (node, then group in the node), so a rank's dp_rank is its TP group's index and the

@@ -4,9 +4,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
+#include "analysis/reporters/formats.hpp"
 #include "config/load.hpp"
 #include "core/dynamic_library.hpp"
 #include "core/error.hpp"
@@ -144,6 +146,15 @@ ChildAnswer read_in_child(const std::function<ChildAnswer()>& read, const std::s
     throw Error(static_cast<ExitCode>(out.code), out.text, answer.substr(nul + 1));
   }
   return out;
+}
+
+int deliver(const ChildAnswer& answer, const std::string& out) {
+  if (out.empty()) {
+    std::cout << answer.text << std::flush;
+  } else {
+    write_report_file(out, answer.text);
+  }
+  return answer.code;
 }
 
 RunFile open_run_file(const std::string& path, const std::string& what) {

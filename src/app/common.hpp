@@ -96,6 +96,9 @@ struct ChildAnswer {
 // after 5 minutes: large files read in seconds). An Error thrown by `read` is rethrown here with
 // its code, message and detail.
 ChildAnswer read_in_child(const std::function<ChildAnswer()>& read, const std::string& files);
+// Prints the answer's text on standard output, or writes it to `out` when one is named (-o FILE);
+// returns its exit code.
+int deliver(const ChildAnswer& answer, const std::string& out);
 
 // The run file at `path`, or a UsageError "<what>: cannot read <path>: <why>" ("compare",
 // "--baseline").

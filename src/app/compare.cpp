@@ -1,6 +1,5 @@
 // `shakedown compare BASELINE.h5 RUN.h5`: the before/after comparison (analysis/compare.hpp),
 // from the two files alone (no MPI), as text, JSON, JUnit XML or a Prometheus textfile.
-#include <iostream>
 
 #include "analysis/compare.hpp"
 #include "analysis/reporters/formats.hpp"
@@ -23,12 +22,7 @@ int compare_command(const CompareCommandOptions& options) {
         return ChildAnswer{c.exit_code(), format_compare(format, c, options.detail)};
       },
       "'" + options.baseline + "' or '" + options.run + "'");
-  if (options.out.empty()) {
-    std::cout << answer.text << std::flush;
-  } else {
-    write_report_file(options.out, answer.text);
-  }
-  return answer.code;
+  return deliver(answer, options.out);
 }
 
 }  // namespace shakedown

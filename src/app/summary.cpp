@@ -1,7 +1,6 @@
 // `shakedown summary RUN.h5`: what the run printed at its end, from the file alone (no MPI), or
 // the same verdict as JSON, JUnit XML or a Prometheus textfile.
 #include <filesystem>
-#include <iostream>
 
 #include "analysis/reporters/formats.hpp"
 #include "analysis/verdict.hpp"
@@ -22,12 +21,7 @@ int summary_command(const SummaryOptions& options) {
                            format_report(format, file, analysis, options.detail)};
       },
       "'" + options.path + "'");
-  if (options.out.empty()) {
-    std::cout << answer.text << std::flush;
-  } else {
-    write_report_file(options.out, answer.text);
-  }
-  return answer.code;
+  return deliver(answer, options.out);
 }
 
 }  // namespace shakedown

@@ -419,12 +419,15 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     out.findings.insert(out.findings.end(), part.begin(), part.end());
   }
 
-  // Stragglers from compute, forward and backward as two cases (TP waits excluded).
+  // Stragglers from each step's compute, forward + backward as one case (TP waits excluded).
+  // Not two cases: a rank must then be slow in both, and the backward of the others carries
+  // their DP buckets' progress (and, on shared cores, the CPU the slow rank's waits free), so a
+  // rank at twice the others' forward went unnamed at tp 1.
   const StragglerLimits limits = facts.straggler_limits();
-  const std::vector<StragglerCase> compute_cases = {{"forward", d.fwd, d.steps, d.world, 0},
-                                                    {"backward", d.bwd, d.steps, d.world, 0}};
+  const std::vector<StragglerCase> compute_cases = {
+      {"forward + backward", compute, d.steps, d.world, 0}};
   const std::string compute_unjudged =
-      cannot_judge(2, d.steps, d.world, "ranks", limits.alpha, "train.steps");
+      cannot_judge(1, d.steps, d.world, "ranks", limits.alpha, "train.steps");
   const std::size_t first_straggler = out.findings.size();
   const Stragglers found =
       compute_unjudged.empty() ? find_stragglers(compute_cases, limits) : Stragglers{};
@@ -434,14 +437,13 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
     slow_ranks.push_back(e.rank);
     Finding f = rank_finding(facts, "train.stragglers", straggler_status(facts, e.excess), e.rank);
     f.message = facts.rank_name(e.rank) + ": its compute is " + fixed_text(100 * e.excess, 0) +
-                "% slower than the other ranks' in " + std::to_string(e.flagged) + "/" +
-                std::to_string(e.compared) + " (" + join(e.cases, ", ") + "), " + p_text(e.p) +
-                "; every step waits for it";
+                "% slower than the other ranks' (forward + backward, over " +
+                std::to_string(d.steps) + " steps), " + p_text(e.p) + "; every step waits for it";
     f.value = e.excess;
     f.expected = facts.straggler_slowdown();
     f.unit = "fraction slower";
     f.evidence = std::to_string(d.steps) +
-                 " steps, forward and backward compute (TP waits excluded), one-sided "
+                 " steps, each step's forward + backward compute (TP waits excluded), one-sided "
                  "Mann-Whitney vs the other ranks, Bonferroni-corrected p " +
                  general_text(e.p, 2);
     out.findings.push_back(f);
@@ -458,7 +460,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
         "train.stragglers", CheckStatus::kPass,
         "no rank's compute consistently slower: none at least " +
             fixed_text(100 * facts.straggler_slowdown(), 0) +
-            "% slower than the others in forward and backward, beyond their spread and with p < "
+            "% slower than the others in forward + backward, beyond their spread and with p < "
             "0.01, over " +
             std::to_string(d.steps) + " step(s)" +
             (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "")));
@@ -514,17 +516,21 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
       Finding f;
       if (culprit >= 0) {
         f = rank_finding(facts, "train.dp_arrival", CheckStatus::kWarn, culprit);
-        f.message = rank_list(ranks) + " reach the DP reduction " + ms_text(late_ms) +
+        f.message = rank_list(ranks) + (ranks.size() > 1 ? " reach" : " reaches") +
+                    " the DP reduction " + ms_text(late_ms) +
                     " after the earliest per step (median): the slow compute of " +
                     facts.rank_name(culprit) + " (train.stragglers) holds back" +
                     (ranks.size() > 1 ? " its TP group" : " its replica") +
                     ", and every replica waits for it";
       } else {
         f = run_finding("train.dp_arrival", CheckStatus::kWarn,
-                        rank_list(ranks) + " reach the DP reduction " + ms_text(late_ms) +
-                            " after the others per step (median) with compute like theirs: "
-                            "TP communication, CPU contention or work outside the timed GEMMs "
-                            "holds them back");
+                        rank_list(ranks) + (ranks.size() > 1 ? " reach" : " reaches") +
+                            " the DP reduction " + ms_text(late_ms) +
+                            " after the others per step (median), and train.stragglers named "
+                            "no compute among them as slow: " +
+                            (ranks.size() > 1 ? "TP communication, " : "") +
+                            "CPU contention or work outside the timed compute holds " +
+                            (ranks.size() > 1 ? "them" : "it") + " back");
         f.subject_kind = "ranks";
         f.subject = rank_list(ranks);
       }

@@ -113,7 +113,7 @@ struct TrainConfig {
   int zero = 0;           // 0: gradients all-reduced; 1: reduce-scattered, Adam on the shard
   double bucket_mb = 25;  // gradient bucket (MiB); the first bucket is 1 MiB, as DDP's
   bool overlap = true;    // DP reduction overlapped with the backward pass
-  int steps = 10;         // enough for the rank-sum tests of the straggler and lateness checks
+  int steps = 12;         // enough for the rank-sum tests of the straggler and lateness checks
   int warmup_steps = 1;
   std::string recipe = "delayed";  // delayed | current
   std::string format = "hybrid";   // e4m3 | hybrid

@@ -41,7 +41,7 @@ warned=$(grep -cE "^  \[(WARN|FAIL)\] " "$TMP/smoke")
 # budget counts the other lines: 75, one screen with the oversubscription warning.
 ((lines - warned <= 75)) ||
   fail "the smoke run printed $lines lines, $warned of them warnings (at most 75 others)"
-expect_in "$TMP/smoke" "^verdict: PASS.*; tested 4 devices and 4 pairs, [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes, 8 training steps, 1 checkpoint of 4 shards on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"
+expect_in "$TMP/smoke" "^verdict: PASS.*; tested 4 devices and 4 pairs, [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes, 12 training steps, 1 checkpoint of 4 shards on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"
 expect_in "$TMP/smoke" "\[PASS\] collectives.coverage: [0-9]+ sweeps, [0-9]+ sizes measured" "coverage said"
 expect_in "$TMP/smoke" "\[WARN\] placement.oversubscription: .*timings will be noisy" "shared cores said once"
 [[ $(grep -c "timings will be noisy" "$TMP/smoke") -eq 1 ]] || fail "shared cores said more than once"

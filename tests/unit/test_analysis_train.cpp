@@ -229,6 +229,20 @@ TEST(TrainVerdict, ASlowRankIsTheStragglerAndTheOneTheOthersWaitedFor) {
   EXPECT_EQ(j.findings.summary.slowest_rank, 3);
 }
 
+TEST(TrainVerdict, ARankSlowInForwardOnlyIsNamed) {
+  // As a tp 1 run on shared cores shows it: the slow rank's forward is twice the others', while
+  // its backward looks like theirs (their backward carries the DP buckets' progress). Judged as
+  // forward and backward separately it needed both and went unnamed.
+  TrainRecord r = healthy(1, 4);
+  for (std::size_t s = 0; s < kTrainSteps; ++s) r.fwd_ms[s * 4 + 2] *= 2.2;
+  const auto slow = judge(r).of("train.stragglers");
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0]->rank, 2);
+  EXPECT_NEAR(slow[0]->value, 0.4, 0.1);  // 12 + 20 of 10 + 20 ms
+  EXPECT_NE(slow[0]->message.find("(forward + backward, over"), std::string::npos)
+      << slow[0]->message;
+}
+
 TEST(TrainVerdict, ALateGroupWithNormalComputeIsNamedAsAGroup) {
   TrainRecord r = healthy(2, 3);
   for (std::size_t s = 0; s < kTrainSteps; ++s) {

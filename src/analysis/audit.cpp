@@ -342,13 +342,43 @@ void drift(const std::vector<NodeView>& nodes, std::vector<Finding>& out) {
     const bool tie = std::count_if(groups.begin(), groups.end(), [&](const auto& g) {
                        return g.second.size() == majority->second.size();
                      }) > 1;
-    for (const auto& [value, members] : groups) {
-      if (value == majority->first) continue;
+    const auto who_of = [](const std::vector<const NodeView*>& members) {
       std::vector<std::string> names;
       for (const NodeView* m : members) names.push_back(m->name);
       const std::size_t shown = std::min<std::size_t>(names.size(), 4);
       std::string who = join(std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(shown)), ", ");
       if (names.size() > shown) who += " and " + std::to_string(names.size() - shown) + " more";
+      return who;
+    };
+    const auto source_of = [&key](const NodeView* v) {
+      const auto source = v->sources.find(key);
+      return "read from " + (source != v->sources.end() ? source->second
+                                                        : std::string("(not set on these nodes)"));
+    };
+    if (tie) {
+      // No majority (2 nodes that differ, or as many on each side): the run cannot tell which
+      // is off, so it names no node and drains none.
+      std::vector<std::string> sides;
+      for (const auto& [value, members] : groups) sides.push_back(who_of(members) + " " + value);
+      Finding f;
+      f.check = "audit.drift";
+      f.status = setting_key(key) ? CheckStatus::kWarn : CheckStatus::kFail;
+      f.subject_kind = "field";
+      f.subject = key;
+      f.value = static_cast<double>(groups.size());
+      f.expected = 1;
+      f.unit = "values";
+      f.evidence = source_of(majority->second.front());
+      f.message = key + ": " + join(sides, "; ") +
+                  " (no majority: this run cannot tell which is off, so no node is named or "
+                  "drained; compare them with a node known to be good)" +
+                  (unknown.empty() ? "" : "; unknown on " + plural(unknown.size(), "node"));
+      found.push_back(std::move(f));
+      continue;
+    }
+    for (const auto& [value, members] : groups) {
+      if (value == majority->first) continue;
+      const std::string who = who_of(members);
       Finding f;
       f.check = "audit.drift";
       f.status = setting_key(key) ? CheckStatus::kWarn : CheckStatus::kFail;
@@ -361,18 +391,11 @@ void drift(const std::vector<NodeView>& nodes, std::vector<Finding>& out) {
         f.node = members.front()->index;
         f.host = members.front()->host;
       }
-      const auto source = members.front()->sources.find(key);
-      f.evidence = "read from " + (source != members.front()->sources.end()
-                                       ? source->second
-                                       : std::string("(not set on these nodes)"));
+      f.evidence = source_of(members.front());
       const std::string reference =
           majority->second.size() == 1 ? majority->second.front()->name
                                        : plural(majority->second.size(), "node");
       f.message = key + ": " + reference + " " + majority->first + ", " + who + " " + value +
-                  (tie ? " (no majority: node " +
-                             std::to_string(majority->second.front()->index) +
-                             "'s value taken as the reference)"
-                       : "") +
                   (unknown.empty() ? "" : "; unknown on " + plural(unknown.size(), "node"));
       found.push_back(std::move(f));
     }

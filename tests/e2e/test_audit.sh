@@ -39,10 +39,10 @@ rm -rf "$(dirname "$kept")"
 expect_in "$TMP/out" "\[PASS\] run.coverage: only the inventory was asked for" "no link warning"
 
 # ---- pretend nodes: one made to differ ----
-"$MPIRUN" -n 4 "$SHAKEDOWN" audit --virtual-nodes 2 --inject drift:node=1,field=kernel \
+"$MPIRUN" -n 3 "$SHAKEDOWN" audit --virtual-nodes 3 --inject drift:node=1,field=kernel \
   --json "$TMP/drift.json" >"$TMP/out" 2>&1
 expect_rc 1 $? "a node whose kernel differs"
-expect_in "$TMP/out" "^  \[FAIL\] audit.drift: kernel: node 0 \(host [^)]*\) [^,]+, node 1 \(host [^)]*\) .*-drifted" "node 1 and the field named"
+expect_in "$TMP/out" "^  \[FAIL\] audit.drift: kernel: 2 nodes [^,]+, node 1 \(host [^)]*\) .*-drifted" "node 1 and the field named"
 expect_in "$TMP/out" "scontrol update NodeName=.* State=DRAIN Reason=\"shakedown: audit.drift: kernel" "drain line"
 /usr/bin/python3 - "$TMP/drift.json" "$SHAKEDOWN_SOURCE_DIR/docs/report-schema.json" <<'PY' || fail "--json report"
 import json, sys, jsonschema
@@ -54,11 +54,20 @@ assert drift[0]["subject_kind"] == "field" and drift[0]["subject"] == "kernel", 
 assert drift[0]["node"] == 1, drift[0]
 assert doc["verdict"]["exit_code"] == 1
 PY
-# A driver drift, as the issue's example: any field can be overridden.
+# A driver drift, as the issue's example: any field can be overridden. Two nodes that differ
+# have no majority: both values are listed, and neither node is named or drained.
 "$MPIRUN" -n 2 "$SHAKEDOWN" audit --virtual-nodes 2 --inject drift:node=0,field=gpu.driver,value=570.124.06 \
-  >"$TMP/out" 2>&1
+  --json "$TMP/tie.json" >"$TMP/out" 2>&1
 expect_rc 1 $? "a node whose driver differs"
-expect_in "$TMP/out" "audit.drift: gpu.driver: .*node 0 \(host [^)]*\) 570.124.06" "driver drift named on node 0"
+expect_in "$TMP/out" "audit.drift: gpu.driver: .*node 0 \(host [^)]*\) 570.124.06.*no majority: this run cannot tell which is off" "driver drift listed, neither node blamed"
+grep -q "State=DRAIN" "$TMP/out" && fail "no majority: a node was drained"
+/usr/bin/python3 - "$TMP/tie.json" <<'PY' || fail "no majority: a node was named in the JSON report"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+drift = [f for f in doc["checks"] if f["check"] == "audit.drift" and f["status"] == "fail"]
+assert len(drift) == 1 and drift[0]["node"] is None, drift
+assert not doc.get("drain"), doc.get("drain")
+PY
 
 # ---- an NCCL setting exported to the ranks: a warning naming it ----
 NCCL_ALGO=Ring "$MPIRUN" -n 2 -x NCCL_ALGO "$SHAKEDOWN" audit --virtual-nodes 2 >"$TMP/out" 2>&1

@@ -178,12 +178,20 @@ TEST(Audit, DriftWithUnknownValuesAndMissingFacts) {
   EXPECT_THAT(drift[0].message, HasSubstr("2 nodes (not set), node 2 (host gpu-2) Ring"));
 }
 
-TEST(Audit, TwoNodesThatDifferHaveNoMajority) {
-  auto nodes = cluster(2);
-  nodes[1].kernel = "6.8.0-31";
-  const Finding f = one(audit_findings(nodes, run_facts(2)), "audit.drift");
-  EXPECT_EQ(f.node, 1);
-  EXPECT_THAT(f.message, HasSubstr("no majority: node 0's value taken as the reference"));
+TEST(Audit, TwoNodesThatDifferHaveNoMajorityAndNeitherIsNamed) {
+  // Whichever node drifted: the run cannot tell which, so it names (and drains) neither.
+  for (const std::size_t off : {0u, 1u}) {
+    auto nodes = cluster(2);
+    const std::string kernel = nodes[off].kernel;
+    nodes[off].kernel = "6.8.0-31";
+    const Finding f = one(audit_findings(nodes, run_facts(2)), "audit.drift");
+    EXPECT_EQ(f.status, CheckStatus::kFail);
+    EXPECT_EQ(f.node, -1);
+    EXPECT_EQ(f.host, "");
+    EXPECT_THAT(f.message, HasSubstr("6.8.0-31"));
+    EXPECT_THAT(f.message, HasSubstr(kernel));
+    EXPECT_THAT(f.message, HasSubstr("no majority: this run cannot tell which is off"));
+  }
 }
 
 TEST(Audit, OneNodeHasNothingToDriftFrom) {

@@ -267,14 +267,20 @@ void compatibility(const std::vector<NodeView>& nodes, const RunFacts& facts,
     out.insert(out.end(), bad.begin(), bad.end());
     return;
   }
+  if (gpu_nodes == 0) {
+    // Nothing was compared: a SKIP, not a PASS (a check with nothing to judge never passes).
+    out.push_back(run_finding("audit.compatibility", CheckStatus::kSkip,
+                              "no node has a GPU (" + plural(nodes.size(), "node") +
+                                  "): the CUDA driver, NCCL, FP8 and architecture rules do not "
+                                  "apply"));
+    return;
+  }
   const NodeView& first = nodes.front();
-  std::string covered =
-      gpu_nodes == 0
-          ? "no node has a GPU: the CUDA driver, NCCL, FP8 and architecture rules did not apply"
-          : "CUDA runtime " + first.text("cuda.runtime") + " under the driver, NCCL " +
-                first.text("nccl") + " against " + first.text("build.nccl") +
-                ", FP8, the build's architectures and MIG on " + plural(gpus, "GPU") + " of " +
-                plural(gpu_nodes, "node");
+  const std::string covered = "CUDA runtime " + first.text("cuda.runtime") +
+                              " under the driver, NCCL " + first.text("nccl") + " against " +
+                              first.text("build.nccl") +
+                              ", FP8, the build's architectures and MIG on " +
+                              plural(gpus, "GPU") + " of " + plural(gpu_nodes, "node");
   out.push_back(run_finding("audit.compatibility", CheckStatus::kPass,
                             plural(nodes.size(), "node") + " compatible: " + covered));
 }

@@ -208,9 +208,20 @@ std::vector<Finding> run_checks(const RunFacts& facts, const CollectivesData& co
     f.message = "only the inventory was asked for (an audit): no link was meant to be exercised";
   } else if (world <= 1) {
     f.status = CheckStatus::kWarn;
-    f.message =
-        "1 rank: no link was exercised (collectives ran inside one process); launch with mpirun "
-        "or srun, several ranks per node and several nodes, to test links";
+    f.message = std::string("1 rank: no link was exercised") +
+                (facts.asked_for("collectives") ? " (collectives ran inside one process)" : "") +
+                "; launch with mpirun or srun, several ranks per node and several nodes, to test "
+                "links";
+  } else if (facts.meta.virtual_nodes > 0) {
+    // Pretend nodes share one host: what passes between them is shared memory, as inside one
+    // node, so the network is as untested as on one real node.
+    f.status = CheckStatus::kWarn;
+    f.message = plural(static_cast<std::size_t>(world), "rank", "ranks") + " on " +
+                plural(static_cast<std::size_t>(nodes), "virtual node", "virtual nodes") +
+                " of one host: the network between nodes was not tested (the links between "
+                "virtual nodes are shared memory)" +
+                (untested.empty() ? std::string() : "; not tested: " + join(untested, ", ")) +
+                "; launch on 2 or more hosts to test it";
   } else if (nodes <= 1) {
     f.status = CheckStatus::kWarn;
     f.message = "1 node: the network between nodes was not tested" +
@@ -222,11 +233,6 @@ std::vector<Finding> run_checks(const RunFacts& facts, const CollectivesData& co
   } else {
     f.message = plural(static_cast<std::size_t>(world), "rank", "ranks") + " on " +
                 plural(static_cast<std::size_t>(nodes), "node", "nodes");
-    if (facts.meta.virtual_nodes > 0) {
-      f.message +=
-          " (virtual nodes on one host: the links between them are shared memory, "
-          "not a network)";
-    }
   }
   return {f};
 }

@@ -44,6 +44,7 @@ warned=$(grep -cE "^  \[(WARN|FAIL)\] " "$TMP/smoke")
 expect_in "$TMP/smoke" "^verdict: PASS.*; tested 4 devices and 4 pairs, [0-9]+ sweeps \([0-9]+ sizes\), 4 GEMM shapes, 12 training steps, 1 checkpoint of 4 shards on 4 ranks / 2 nodes \(virtual\) \(exit 0\)$" "verdict with counts"
 expect_in "$TMP/smoke" "\[PASS\] collectives.coverage: [0-9]+ sweeps, [0-9]+ sizes measured" "coverage said"
 expect_in "$TMP/smoke" "\[WARN\] placement.oversubscription: .*timings will be noisy" "shared cores said once"
+expect_in "$TMP/smoke" "\[WARN\] run.coverage: 4 ranks on 2 virtual nodes of one host: the network between nodes was not tested" "pretend nodes test no network"
 [[ $(grep -c "timings will be noisy" "$TMP/smoke") -eq 1 ]] || fail "shared cores said more than once"
 # The default platform is auto: no GPU here, so the CPU path's floors (cpu-local) apply, except
 # to a sanitizer build's timings (several times slower), which are not compared.

@@ -194,6 +194,17 @@ TEST(Audit, TwoNodesThatDifferHaveNoMajorityAndNeitherIsNamed) {
   }
 }
 
+TEST(Audit, NodesWithoutGpusSkipCompatibilityRatherThanPass) {
+  auto nodes = cluster(2);
+  for (NodeInventory& n : nodes) {
+    n.gpus.clear();
+    set(n, "gpu.pci_count", "0");
+  }
+  const Finding f = one(audit_findings(nodes, run_facts(2)), "audit.compatibility");
+  EXPECT_EQ(f.status, CheckStatus::kSkip);
+  EXPECT_THAT(f.message, HasSubstr("no node has a GPU (2 nodes)"));
+}
+
 TEST(Audit, OneNodeHasNothingToDriftFrom) {
   EXPECT_EQ(one(audit_findings(cluster(1), run_facts(1)), "audit.drift").status, CheckStatus::kSkip);
 }

@@ -379,7 +379,7 @@ std::vector<Finding> collectives_checks(const RunFile& file, const RunFacts& fac
   } else {
     std::vector<StragglerCase> cases;
     for (const SweepData& s : data.sweeps) {
-      if (s.scope != schema::kScopeWorld || s.mode != "out_of_place") continue;
+      if (s.scope != schema::kScopeWorld || s.mode != "out_of_place" || s.world < 3) continue;
       if (s.measured() == 0 || !file.has(s.path, schema::coll::kArrivalUs)) continue;
       std::size_t iters = 0, iters_t = 0, rows = 0, rows_t = 0;
       const std::vector<double> arrivals =

@@ -342,6 +342,14 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   }
   const StragglerLimits straggler_limits = facts.straggler_limits();
   const Stragglers found = find_stragglers(straggler_cases, straggler_limits);
+  // A PASS needs ranks to compare and samples enough to show one slower.
+  std::string unjudged = straggler_cases.empty() ? "no shape measured on every rank" : "";
+  if (unjudged.empty()) {
+    std::size_t iters = straggler_cases.front().iters;
+    for (const StragglerCase& c : straggler_cases) iters = std::min(iters, c.iters);
+    unjudged = cannot_judge(straggler_cases.size(), iters, straggler_cases.front().world, "ranks",
+                            straggler_limits.alpha, "gemm.iters");
+  }
   for (const StragglerEvidence& e : found.named) {
     Finding f = about_rank("gemm.stragglers", straggler_status(facts, e.excess), e.rank,
                            rank_name(ranks, e.rank) + ": " + fixed_text(100 * e.excess, 0) +
@@ -413,6 +421,8 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   }
   if (!found.together.empty()) {
     add_slower_together(slow, 0, slower_together_finding("gemm.stragglers", found.together));
+  } else if (slow.empty() && !unjudged.empty()) {
+    slow.push_back(run_finding("gemm.stragglers", CheckStatus::kSkip, "slow ranks: " + unjudged));
   } else if (slow.empty()) {
     slow.push_back(run_finding(
         "gemm.stragglers", CheckStatus::kPass,

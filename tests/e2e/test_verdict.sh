@@ -156,11 +156,15 @@ h5dump -H -d /collectives/world/all_reduce/float32_sum/out_of_place/wait_us "$TM
   fail "wait_us is not [sizes, iters, world]"
 
 # ---- a singleton run says no link was exercised --------------------------------------------
-"$SHAKEDOWN" run --phases collectives --set collectives.sizes=1K,4K --set collectives.scopes=[world] \
-  --out "$TMP/one.h5" >"$TMP/one" 2>&1
+"$SHAKEDOWN" run --phases collectives,gemm --set collectives.sizes=1K,4K --set collectives.scopes=[world] \
+  --set gemm.iters=3 --out "$TMP/one.h5" >"$TMP/one" 2>&1
 rc=$?
 cat "$TMP/one"
+"$SHAKEDOWN" summary --detail "$TMP/one.h5" >"$TMP/one_detail" 2>&1
 expect_rc 0 $rc "singleton run"
 expect_in "$TMP/one" "\[WARN\] run.coverage: 1 rank: no link was exercised" "singleton warned"
-expect_in "$TMP/one" "^verdict: PASS with 1 warning \(run.coverage\); tested .* on 1 rank / 1 node" "singleton verdict"
+expect_in "$TMP/one" "^verdict: PASS with 2 warnings \(run.coverage, gemm.output_hash\); tested .* on 1 rank / 1 node" "singleton verdict"
+# One rank has nobody to be slower or later than: not judged, not passed.
+expect_in "$TMP/one_detail" "\[SKIP\] gemm.stragglers: slow ranks: 1 ranks: which one is slow cannot be told" "singleton gemm stragglers not judged"
+expect_in "$TMP/one_detail" "\[SKIP\] collectives.lateness: no world sweep out of place with 3 or more ranks" "singleton lateness not judged"
 pass "verdict: coverage, singleton, one screen, stored = recomputed"

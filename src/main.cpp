@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--dp", plan.dp, "train.dp: data-parallel replicas");
   plan_cmd->add_option("--zero", plan.zero, "train.zero: 0 or 1 (distributed optimizer)");
   plan_cmd->add_option("--micro-batch", plan.micro_batch, "train.micro_batch");
-  plan_cmd->add_option("--seq-len", plan.seq_len, "train.seq_len");
+  plan_cmd->add_option("--seq-len", plan.seq_len,
+                       "train.seq_len (default with a preset --model: its own, 4096 or 2048)");
   plan_cmd->add_flag("--sequence-parallel", plan.sequence_parallel, "train.sequence_parallel");
   plan_cmd
       ->add_option("--recompute", plan.recompute,

@@ -35,6 +35,17 @@ void print_layout(const PlanOptions& options) {
   }
 }
 
+// The preset's own sequence length when --model names a preset and nothing else sets seq_len
+// (no --seq-len, no --set train.seq_len, no --config): the built-in config's 128 tokens would
+// understate a Llama 2 step's activations 32 times. 0 otherwise.
+std::int64_t preset_seq_len(const PlanOptions& o) {
+  if (!o.model || o.seq_len || !o.config_path.empty()) return 0;
+  for (const std::string& set : o.sets) {
+    if (set.starts_with("train.seq_len=")) return 0;
+  }
+  return train::preset_context(*o.model);
+}
+
 // The plan's flags as config overrides, so they are checked as the config's keys; `flags` gets
 // each override's flag as typed ("--seq-len -5"), for the errors.
 std::vector<std::string> train_sets(const PlanOptions& o,
@@ -58,6 +69,11 @@ std::vector<std::string> train_sets(const PlanOptions& o,
   add("zero", "--zero", o.zero);
   add("micro_batch", "--micro-batch", o.micro_batch);
   add("seq_len", "--seq-len", o.seq_len);
+  if (const std::int64_t context = preset_seq_len(o); context > 0) {
+    sets.push_back("train.seq_len=" + std::to_string(context));
+    flags.emplace_back(sets.back(), "--model " + *o.model + " (its sequence length " +
+                                        std::to_string(context) + ")");
+  }
   if (o.sequence_parallel) sets.emplace_back("train.sequence_parallel=true");
   return sets;
 }
@@ -163,6 +179,16 @@ train::LayoutFacts layout_facts(const PlanOptions& o, const TrainConfig& t) {
   return {t.tp * (t.dp > 0 ? t.dp : 1), t.tp, true, false};
 }
 
+// What print_budget refuses, checked before anything is printed: a plan that fails prints no
+// rankfile to be redirected into a file as if it had worked.
+void check_budget(const PlanOptions& o) {
+  const Config config = plan_config(o);
+  const train::ModelShape shape = train::model_shape(config.train);
+  train::check_parallel(shape, config.train, layout_facts(o, config.train));
+  if (!o.gpu.empty()) train::parse_device_memory(o.gpu);
+  if (!o.inference) train::parse_recompute(o.recompute);
+}
+
 void print_budget(const PlanOptions& o) {
   const Config config = plan_config(o);
   const TrainConfig& t = config.train;
@@ -194,11 +220,12 @@ void print_budget(const PlanOptions& o) {
     q.recompute = train::parse_recompute(o.recompute);
     q.bucket_mb = t.bucket_mb;
     budget = train::training_budget(q, device.bytes);
-    setting = "training: tp " + std::to_string(q.parallel.tp) + ", dp " +
-              std::to_string(q.parallel.dp) + ", zero " + std::to_string(q.parallel.zero) +
-              ", micro-batch " + std::to_string(t.micro_batch) + ", seq_len " +
-              std::to_string(t.seq_len) + ", recompute " + o.recompute +
-              (q.parallel.sequence_parallel ? ", sequence parallel" : "");
+    setting =
+        "training: tp " + std::to_string(q.parallel.tp) + ", dp " + std::to_string(q.parallel.dp) +
+        ", zero " + std::to_string(q.parallel.zero) + ", micro-batch " +
+        std::to_string(t.micro_batch) + ", seq_len " + std::to_string(t.seq_len) +
+        (preset_seq_len(o) > 0 ? " (the model's own; --seq-len to change)" : "") + ", recompute " +
+        o.recompute + (q.parallel.sequence_parallel ? ", sequence parallel" : "");
     largest_what = "micro-batch";
   }
   budget.device = device.name;
@@ -257,6 +284,7 @@ int plan_command(const PlanOptions& options) {
         "plan: --format json is for the memory budget; leave out --nodes and "
         "--ranks-per-node, or print the layout as text");
   }
+  if (layout && memory) check_budget(options);
   if (layout) print_layout(options);
   if (layout && memory) std::cout << "\n";
   if (memory) print_budget(options);

@@ -18,6 +18,7 @@ ModelShape llama(std::string name, int layers, std::int64_t hidden, int heads, i
   s.ffn_hidden = ffn;
   s.vocab = 32000;
   s.mlp = Mlp::kSwiglu;
+  s.context = 4096;
   return s;  // RMSNorm, no biases, untied embeddings, rotary positions
 }
 
@@ -34,6 +35,7 @@ ModelShape gpt3_175b() {
   s.layer_norm = true;
   s.tied_embeddings = true;
   s.positions = 2048;
+  s.context = 2048;
   return s;
 }
 
@@ -56,6 +58,13 @@ std::int64_t nearest_multiple(std::int64_t v, std::int64_t step) {
 }
 
 }  // namespace
+
+std::int64_t preset_context(const std::string& name) {
+  for (const ModelShape& shape : presets()) {
+    if (shape.name == name) return shape.context;
+  }
+  return 0;
+}
 
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> kNames = {"custom", "llama2-7b", "llama2-70b", "gpt3-175b"};

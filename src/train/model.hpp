@@ -36,6 +36,7 @@ struct ModelShape {
   bool tied_embeddings = false;  // the logit layer reuses the input embedding
   std::int64_t positions = 0;    // learned position embeddings (0: rotary, none stored)
   int preset_layers = 0;         // the preset's own layer count (0 for custom)
+  std::int64_t context = 0;      // the preset's trained sequence length (0 for custom)
 
   std::int64_t head_dim() const { return hidden / heads; }
   std::int64_t kv_width() const { return static_cast<std::int64_t>(kv_heads) * head_dim(); }
@@ -46,6 +47,9 @@ struct ModelShape {
 
 // The preset names, in the order `--model` lists them ("custom" first).
 const std::vector<std::string>& model_names();
+// The sequence length preset `name` was trained with (Llama 2: 4096, GPT-3: 2048); 0 for
+// "custom" or an unknown name.
+std::int64_t preset_context(const std::string& name);
 
 // The shape a train config asks for: a preset's (layers cut to train.layers when that is set and
 // smaller) or the config's own. UsageError naming the key when the shape is impossible (hidden

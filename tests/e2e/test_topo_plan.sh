@@ -63,4 +63,14 @@ expect_in "$TMP/budget" "error: --seq-len -5: train.seq_len: must be an integer"
 expect_rc 2 $? "plan with an unknown GPU"
 "$SHAKEDOWN" plan >"$TMP/budget" 2>&1
 expect_rc 2 $? "plan with nothing to plan"
+# A preset without --seq-len is planned at its own sequence length, and says so.
+"$SHAKEDOWN" plan --model llama2-70b --tp 8 --dp 16 --zero 1 --gpu h100-sxm >"$TMP/budget" 2>&1
+expect_rc 0 $? "plan of a preset without --seq-len"
+expect_in "$TMP/budget" "seq_len 4096 \(the model's own; --seq-len to change\)" "the preset's sequence length"
+expect_in "$TMP/budget" "^fits: NO" "llama2-70b at 4096 tokens does not fit an H100 without pipeline parallelism"
+# A layout with a budget that fails prints no rankfile (it would be redirected into a file).
+"$SHAKEDOWN" plan --model llama2-7b --tp 8 --nodes 2 --ranks-per-node 4 >"$TMP/rankfile" 2>"$TMP/err"
+expect_rc 2 $? "plan whose tp does not divide the ranks per node"
+[[ ! -s "$TMP/rankfile" ]] || fail "a failed plan printed to standard output"
+expect_in "$TMP/err" "train.tp = 8 does not divide the ranks per node = 4" "the rule named"
 pass "topo and plan"

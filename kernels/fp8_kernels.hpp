@@ -25,7 +25,8 @@ enum class OutType : std::uint8_t { kBF16, kFP32 };
 // out[i] = fp8::encode(in[i] * *scale, type) for i < count: round to nearest even, saturate to
 // the largest finite value (__NV_SATFINITE), NaN stays NaN (code 0x7F, with the sign of a NaN
 // input; a NaN made by the multiply itself, inf * 0, gets the positive code). In the same pass:
-//   amax      (may be null): max |in[i]|, as fp8::quantize returns it (NaN when any input is NaN).
+//   amax      (may be null): max |in[i]|, as fp8::quantize returns it (NaN entries skipped, an
+//   infinite one wins: TE's fmaxf).
 //             Zeroed on `stream` first, then one atomicMax per block on the float's bits: for
 //             non-negative floats the unsigned order of the bits is the numeric order, with +inf
 //             above every finite value and NaN above +inf, so the maximum needs no second pass.

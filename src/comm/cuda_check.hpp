@@ -6,6 +6,7 @@
 
 #include <nccl.h>
 
+#include <cctype>
 #include <string>
 
 #include "core/cuda_check.hpp"
@@ -21,11 +22,17 @@ namespace shakedown::detail {
   // The last error's detail (e.g. which peer or transport failed). The communicator argument is
   // unused by NCCL (it keeps the message per thread), so no handle is needed here.
   const char* last = nccl_api().GetLastError(nullptr);
-  if (last != nullptr && *last != '\0') message += std::string(" (") + last + ")";
+  const std::string detail = last != nullptr ? last : "";
+  if (!detail.empty()) message += " (" + detail + ")";
+  // Which CUDA error it was is in NCCL's own text only: libnccl has its own CUDA runtime (and
+  // allocates through the driver API), so this program's cudaGetLastError() never sees it.
   if (rc == ncclUnhandledCudaError) {
-    const cudaError_t cuda = cudaGetLastError();
-    if (cuda == cudaErrorMemoryAllocation) throw OutOfMemory(message + ": out of device memory");
-    if (cuda != cudaSuccess) message += std::string(": CUDA ") + cudaGetErrorString(cuda);
+    std::string lower = detail;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.find("out of memory") != std::string::npos ||
+        lower.find("out_of_memory") != std::string::npos) {
+      throw OutOfMemory(message + ": out of device memory");
+    }
   }
   if (rc == ncclRemoteError || rc == ncclSystemError)
     message += " (a peer or the network failed; NCCL_DEBUG=INFO shows which)";

@@ -25,7 +25,10 @@ namespace {
 
 class DeviceBuffer : public Buffer {
  public:
-  DeviceBuffer(std::size_t bytes, int device, const std::string& where) : Buffer(bytes) {
+  // `in_flight`: its communicator's "a collective is enqueued and not yet seen to end".
+  DeviceBuffer(std::size_t bytes, int device, const std::string& where,
+               std::shared_ptr<const std::atomic<bool>> in_flight)
+      : Buffer(bytes), in_flight_(std::move(in_flight)) {
     if (bytes == 0) return;  // cudaMalloc(0) gives nullptr; nothing to own
     const cudaError_t rc = cudaMalloc(&data_, bytes);
     if (rc == cudaErrorMemoryAllocation) {
@@ -41,8 +44,17 @@ class DeviceBuffer : public Buffer {
     detail::cuda_check(rc, "cudaMalloc", __FILE__, __LINE__);
   }
   ~DeviceBuffer() override {
-    if (data_ != nullptr) (void)cudaFree(data_);  // a destructor cannot report; teardown goes on
+    if (data_ == nullptr) return;
+    // Unwinding from a failed collective (a peer failed, NCCL reported an error): its kernel may
+    // still spin on the GPU, and cudaFree synchronises the device, so it would wait there until
+    // the watchdog ended the job as a hang, and the error would be lost. The job is ending:
+    // leave the memory to the process's exit.
+    if (std::uncaught_exceptions() > 0 && in_flight_ && in_flight_->load()) return;
+    (void)cudaFree(data_);  // a destructor cannot report; teardown goes on
   }
+
+ private:
+  std::shared_ptr<const std::atomic<bool>> in_flight_;
 };
 
 // A non-blocking communicator's calls may return ncclInProgress: that is success so far.
@@ -301,7 +313,7 @@ std::unique_ptr<NcclComm> NcclComm::split(int color, int key) {
 
 std::unique_ptr<Buffer> NcclComm::allocate(std::size_t bytes) {
   bind();
-  return std::make_unique<DeviceBuffer>(bytes, device_, where());
+  return std::make_unique<DeviceBuffer>(bytes, device_, where(), in_flight_);
 }
 
 std::string NcclComm::unsupported(CollectiveKind /*kind*/, DType dtype, ReduceOp /*op*/) const {
@@ -325,7 +337,7 @@ std::string NcclComm::unsupported(CollectiveKind /*kind*/, DType dtype, ReduceOp
 
 void NcclComm::run(CollectiveKind kind, const void* send, void* recv, std::uint64_t unit,
                    DType dtype, ReduceOp op, int root) {
-  in_flight_ = true;
+  *in_flight_ = true;
   {
     std::lock_guard lock(call_mutex_);
     enqueue(kind, send, recv, unit, dtype, op, root);
@@ -411,15 +423,16 @@ void NcclComm::synchronize() {
     std::this_thread::yield();
   }
   check_async();
-  in_flight_ = false;
+  *in_flight_ = false;
 }
 
 void NcclComm::barrier() {
-  in_flight_ = true;
+  *in_flight_ = true;
   {
     std::lock_guard lock(call_mutex_);
+    // MAX, not SUM: in place, a sum would multiply the word by the rank count at every barrier.
     SD_NCCL_START(nccl_api().AllReduce(barrier_word_->data(), barrier_word_->data(), 1, ncclInt32,
-                                       ncclSum, live(), stream_.get()));
+                                       ncclMax, live(), stream_.get()));
   }
   wait_ready("barrier");
   synchronize();

@@ -73,7 +73,7 @@ class NcclComm : public Comm {
   // for callers that wait on streams of their own which depend on this communicator's.
   void check_async() const;
   // A collective or barrier was enqueued and synchronize() has not seen it finish.
-  bool in_flight() const override { return in_flight_.load(); }
+  bool in_flight() const override { return in_flight_->load(); }
 
   void fill(Buffer& buffer, std::uint64_t offset, CollectiveKind kind,
             const CollectiveCounts& counts, const PatternSpec& spec) override;
@@ -107,7 +107,9 @@ class NcclComm : public Comm {
   std::atomic<ncclComm*> comm_{nullptr};
   // Held around every (non-blocking, so brief) NCCL call and by abort().
   mutable std::mutex call_mutex_;
-  std::atomic<bool> in_flight_{false};
+  // Shared with the buffers it allocates: they are not freed while a failed collective may still
+  // run (see DeviceBuffer).
+  std::shared_ptr<std::atomic<bool>> in_flight_ = std::make_shared<std::atomic<bool>>(false);
   int device_ = 0;
   int rank_ = 0;
   int size_ = 1;

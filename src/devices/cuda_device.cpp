@@ -269,15 +269,20 @@ class CudaDevice final : public Device {
   }
 
   std::vector<std::string> open_peers(MPI_Comm node) override {
-    SD_CUDA_CHECK(cudaSetDevice(device_));
     int me = 0, size = 0;
     SD_MPI_CHECK(MPI_Comm_rank(node, &me));
     SD_MPI_CHECK(MPI_Comm_size(node, &size));
+    // Nothing may throw before the node's allgathers below: the rank's peers would wait in them
+    // for it. An error here is this rank's finding (and its peers', through `ok`).
     cudaIpcMemHandle_t mine{};
     std::string why_not;
-    if (const cudaError_t rc = cudaIpcGetMemHandle(&mine, pair_src_->get()); rc != cudaSuccess) {
+    if (const cudaError_t rc = cudaSetDevice(device_); rc != cudaSuccess) {
       (void)cudaGetLastError();
-      why_not = std::string("cudaIpcGetMemHandle: ") + cudaGetErrorString(rc);
+      why_not = std::string("cudaSetDevice: ") + cudaGetErrorString(rc);
+    } else if (const cudaError_t ipc = cudaIpcGetMemHandle(&mine, pair_src_->get());
+               ipc != cudaSuccess) {
+      (void)cudaGetLastError();
+      why_not = std::string("cudaIpcGetMemHandle: ") + cudaGetErrorString(ipc);
     }
     std::vector<cudaIpcMemHandle_t> handles(static_cast<std::size_t>(size));
     SD_MPI_CHECK(
@@ -305,10 +310,11 @@ class CudaDevice final : public Device {
       // Where the peer's GPU is visible here too, ask CUDA whether P2P is possible at all: a copy
       // staged through host memory would measure the host path, not the link.
       int peer_device = -1, can = 1;
-      if (cudaDeviceGetByPCIBusId(&peer_device, &buses[up * sizeof bus]) == cudaSuccess &&
-          peer_device != device_) {
+      const bool visible =
+          cudaDeviceGetByPCIBusId(&peer_device, &buses[up * sizeof bus]) == cudaSuccess;
+      if (visible && peer_device != device_) {
         SD_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device_, peer_device));
-      } else {
+      } else if (!visible) {
         (void)cudaGetLastError();
       }
       if (can == 0) {
@@ -322,10 +328,15 @@ class CudaDevice final : public Device {
           cudaIpcOpenMemHandle(&ptr, handles[up], cudaIpcMemLazyEnablePeerAccess);
       if (rc != cudaSuccess) {
         (void)cudaGetLastError();
-        refused[up] = std::string("cudaIpcOpenMemHandle: ") + cudaGetErrorName(rc) + ": " +
-                      cudaGetErrorString(rc) +
-                      " (peer access refused: P2P disabled, ACS or an IOMMU between the GPUs, "
-                      "or ranks in different IPC namespaces)";
+        refused[up] =
+            std::string("cudaIpcOpenMemHandle: ") + cudaGetErrorName(rc) + ": " +
+            cudaGetErrorString(rc) +
+            (visible ? " (peer access refused: P2P disabled, ACS or an IOMMU between the GPUs, "
+                       "or ranks in different IPC namespaces)"
+                     : " (the peer's GPU " + std::string(&buses[up * sizeof bus]) +
+                           " is not visible to this rank: CUDA_VISIBLE_DEVICES or srun "
+                           "--gpu-bind gives each rank its own GPU, and CUDA IPC needs both "
+                           "visible; let every rank see the node's GPUs)");
         continue;
       }
       peers_[up] = ptr;

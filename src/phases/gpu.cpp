@@ -5,7 +5,11 @@
 
 #include "core/cuda_check.hpp"
 #endif
+#include <array>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "runtime/agree.hpp"
@@ -20,21 +24,50 @@ GpuChoice choose_gpu(const Context& ctx) {
   if (devices.gpus.empty()) return {-1, devices.note, ""};
   const int gpus = static_cast<int>(devices.gpus.size());
   const int index = ctx.host_local_rank() % gpus;
-  std::string shared;
-  if (ctx.host_local_size() > gpus) {
-    shared = std::to_string(ctx.host_local_size()) + " ranks share " + std::to_string(gpus) +
-             " GPU(s) on this host";
-  }
-  return {devices.gpus[static_cast<std::size_t>(index)].index, "", shared};
+  const GpuInfo& chosen = devices.gpus[static_cast<std::size_t>(index)];
+  return {chosen.index, "", chosen.pci_bus_id};
 #else
   (void)ctx;
   return {-1, "this shakedown was built without CUDA", ""};
 #endif
 }
 
+namespace {
+
+// "" when no other rank of this rank's host drives the same GPU; else which ranks share it.
+// Decided from the GPUs' PCI bus ids, not from counts: with one GPU visible to each rank
+// (CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1) every rank sees one GPU, and
+// they are all different. Collective over the world.
+std::string shared_gpu(const Context& ctx, const GpuChoice& gpu) {
+  constexpr int kWidth = 48;
+  std::array<char, kWidth> mine{};
+  if (gpu.device >= 0) {
+    const std::string id = gpu.bus_id.empty() ? "cuda:" + std::to_string(gpu.device) : gpu.bus_id;
+    std::snprintf(mine.data(), mine.size(), "%d/%s",
+                  ctx.layout().host_of_rank[static_cast<std::size_t>(ctx.rank())], id.c_str());
+  }
+  std::vector<char> all(static_cast<std::size_t>(ctx.world_size()) * kWidth);
+  SD_MPI_CHECK(
+      MPI_Allgather(mine.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, ctx.world()));
+  if (gpu.device < 0) return "";
+  std::vector<std::string> with;
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    if (std::strncmp(&all[static_cast<std::size_t>(r) * kWidth], mine.data(), kWidth) == 0) {
+      with.push_back(std::to_string(r));
+    }
+  }
+  if (with.size() < 2) return "";
+  std::string ranks;
+  for (const std::string& r : with) ranks += (ranks.empty() ? "" : ",") + r;
+  return "ranks " + ranks + " share GPU " + (gpu.bus_id.empty() ? "?" : gpu.bus_id);
+}
+
+}  // namespace
+
 bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string& key,
                      const std::string& setting, const std::string& gpu_value,
                      const std::string& cpu_value, bool exclusive, bool say) {
+  const std::string shared = exclusive ? shared_gpu(ctx, gpu) : "";
   if (setting == gpu_value) {
     agreed(ctx.world(), [&] {
       if (gpu.device < 0) {
@@ -42,9 +75,9 @@ bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string
                          ctx.describe_rank(ctx.rank()) + " has none (" + gpu.why_not + "); use " +
                          cpu_value + " or auto");
       }
-      if (exclusive && !gpu.shared.empty()) {
+      if (!shared.empty()) {
         throw UsageError(key + ": " + gpu_value + " needs one GPU per rank, and on " +
-                         ctx.describe_rank(ctx.rank()) + "'s host " + gpu.shared +
+                         ctx.describe_rank(ctx.rank()) + "'s host " + shared +
                          "; start one rank per GPU or use " + cpu_value + " or auto");
       }
     });
@@ -52,12 +85,12 @@ bool choose_gpu_path(const Context& ctx, const GpuChoice& gpu, const std::string
   }
   if (setting != "auto") return false;
   // Every rank has a GPU; and, when the path needs one per rank, none is shared.
-  int every[2] = {gpu.device >= 0 ? 1 : 0, !exclusive || gpu.shared.empty() ? 1 : 0};
+  int every[2] = {gpu.device >= 0 ? 1 : 0, shared.empty() ? 1 : 0};
   SD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, every, 2, MPI_INT, MPI_MIN, ctx.world()));
   if (say && every[0] != 0 && every[1] == 0 && ctx.is_root()) {
     std::fprintf(stderr,
-                 "shakedown: %s: auto uses %s, not %s: some host runs more ranks than it has "
-                 "GPUs (%s needs one GPU per rank)\n",
+                 "shakedown: %s: auto uses %s, not %s: some GPU serves several ranks of its "
+                 "host (%s needs one GPU per rank)\n",
                  key.c_str(), cpu_value.c_str(), gpu_value.c_str(), gpu_value.c_str());
   }
   return every[0] != 0 && every[1] != 0;

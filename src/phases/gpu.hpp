@@ -10,9 +10,7 @@ namespace shakedown {
 struct GpuChoice {
   int device = -1;
   std::string why_not;
-  // More ranks on this host than GPUs: some GPU serves several ranks (fine for GEMMs; NCCL
-  // refuses one GPU twice in a communicator). Says how many of each when true.
-  std::string shared;
+  std::string bus_id;  // the chosen GPU's PCI bus id: the same GPU whatever a rank's CUDA index
 };
 
 // As discovery does: the rank's slot among the ranks of its host picks the GPU (PCI bus order).

@@ -84,7 +84,9 @@ struct Nvml::Functions {
   Ret (*supported_events)(Dev, unsigned long long*) = nullptr;
   Ret (*register_events)(Dev, unsigned long long, EventSet) = nullptr;
   Ret (*event_set_wait)(EventSet, EventData*, unsigned) = nullptr;
-  std::vector<unsigned> nvlinks_known;  // per GPU: links NVML answered for at open
+  // Per GPU: the link indexes NVML answered for at open (all of 0..kMaxNvlinks-1 are asked: a
+  // link missing in the middle must not hide the ones after it).
+  std::vector<std::vector<unsigned>> nvlinks_known;
 };
 
 Nvml Nvml::open(const std::string& library) {
@@ -167,12 +169,14 @@ Nvml Nvml::open(const std::string& library) {
       if (bus.size() == 16 && bus.compare(0, 4, "0000") == 0) bus.erase(0, 4);
     }
     nvml.bus_ids_.push_back(bus);
-    unsigned links = 0;
+    std::vector<unsigned> links;
     if (dev != nullptr && fn.nvlink_state != nullptr) {
-      int active = 0;
-      while (links < kMaxNvlinks && fn.nvlink_state(dev, links, &active) == kSuccess) ++links;
+      for (unsigned l = 0; l < kMaxNvlinks; ++l) {
+        int active = 0;
+        if (fn.nvlink_state(dev, l, &active) == kSuccess) links.push_back(l);
+      }
     }
-    fn.nvlinks_known.push_back(links);
+    fn.nvlinks_known.push_back(std::move(links));
   }
   nvml.noted_.assign(nvml.devices_.size(), std::vector<bool>(gpu_signals().size(), false));
   return nvml;
@@ -365,12 +369,12 @@ void Nvml::read(int index, std::span<double> out) {
   take(
       fn.pcie_max_width != nullptr, [&] { return fn.pcie_max_width(dev, &max_width); },
       [&] { return double(max_width); });
-  const unsigned links = fn.nvlinks_known[static_cast<std::size_t>(index)];
+  const std::vector<unsigned>& links = fn.nvlinks_known[static_cast<std::size_t>(index)];
   unsigned up = 0;
-  Ret link_rc = links == 0 ? kNotSupported : kSuccess;
-  for (unsigned l = 0; l < links && link_rc == kSuccess; ++l) {
+  Ret link_rc = links.empty() ? kNotSupported : kSuccess;
+  for (std::size_t i = 0; i < links.size() && link_rc == kSuccess; ++i) {
     int active = 0;
-    link_rc = fn.nvlink_state(dev, l, &active);
+    link_rc = fn.nvlink_state(dev, links[i], &active);
     up += active != 0 ? 1 : 0;
   }
   take(

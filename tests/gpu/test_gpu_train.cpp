@@ -296,7 +296,8 @@ TEST(GpuTrain, StepsStayFiniteAndTimed) {
     EXPECT_GT(t.fwd_s, 0);
     EXPECT_GT(t.bwd_s, 0);
     EXPECT_GE(t.dp_exposed_s, 0);
-    EXPECT_GT(t.tp_comm_s, 0);
+    // >= 0: a 1-rank in-place all-reduce enqueues nothing, and its wait can measure as 0.
+    EXPECT_GE(t.tp_comm_s, 0);
     EXPECT_LE(t.fwd_s + t.bwd_s + t.tp_comm_s, t.step_s * 1.0001);
     EXPECT_LT(step.zero_gradient_share(), 0.01) << "step " << i;
     for (const train::BucketTiming& b : step.bucket_timings()) EXPECT_LE(b.start_s, b.end_s);

@@ -135,7 +135,7 @@ std::string node_evidence(const LinkscanRail& rail, int pos, const LinkscanFindi
          " scan pair(s), median " + gbps_text(m) + " = " +
          fixed_text(100 * m / rail.reference.best_bw_GBps, 0) + "% of the best pair's " +
          gbps_text(rail.reference.best_bw_GBps) + " (pass: " + fixed_text(100 * lf.bw_fraction, 0) +
-         "%, linkscan.bw_fraction)";
+         "%, " + (lf.widened.empty() ? std::string("linkscan.bw_fraction") : lf.widened) + ")";
 }
 
 // A conviction fails the run; on shared cores (oversubscribed, pretend nodes) the OS scheduler
@@ -258,6 +258,12 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
   if (file.has_attr(g, l::kAttrMemory)) lf.memory = file.attr_string(g, l::kAttrMemory);
   if (file.has_attr(g, l::kAttrMemoryNote))
     lf.memory_note = file.attr_string(g, l::kAttrMemoryNote);
+  const LinkscanConfig& asked = facts.config.linkscan;
+  if (lf.bw_fraction < asked.bw_fraction || lf.lat_factor > asked.lat_factor) {
+    lf.widened = "linkscan.bw_fraction " + general_text(asked.bw_fraction, 3) +
+                 " and linkscan.lat_factor " + general_text(asked.lat_factor, 3) +
+                 " widened on shared cores by checks.straggler_slowdown_shared";
+  }
   const fabric::Thresholds t{lf.bw_fraction, lf.lat_factor};
   for (const std::string& child : file.children(g)) {
     LinkscanRail rail = read_rail(file, schema::join(g, child), lf.reps);
@@ -345,7 +351,8 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
         "linkscan.nodes", CheckStatus::kPass,
         "no node slow with its partners (bandwidth under " + fixed_text(100 * lf.bw_fraction, 0) +
             "% of the best pair, or latency over " + general_text(lf.lat_factor, 3) +
-            "x the lowest, with 2 good partners)" + cleared));
+            "x the lowest, with 2 good partners" + (lf.widened.empty() ? "" : "; " + lf.widened) +
+            ")" + cleared));
   }
   if (!has_check("linkscan.links")) {
     found.push_back(run_finding("linkscan.links", CheckStatus::kPass,

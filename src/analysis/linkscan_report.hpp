@@ -46,7 +46,10 @@ struct LinkscanRail {
 struct LinkscanFindings {
   bool ran = false;
   std::string transport, schedule, rails_setting;
-  double bytes = 0, lat_bytes = 0, bw_fraction = 0, lat_factor = 0;
+  double bytes = 0, lat_bytes = 0, bw_fraction = 0, lat_factor = 0;  // as applied
+  // "linkscan.bw_fraction 0.93 and linkscan.lat_factor 2.1 widened on shared cores by ..." when
+  // the applied thresholds are wider than the config's; else "".
+  std::string widened;
   int window = 0, reps = 0, lat_iters = 0;
   bool bidirectional = false;   // both ends sent at once: figures count both directions
   std::string memory = "host";  // where the bandwidth messages lived: host or cuda

@@ -301,8 +301,25 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
         " (virtual nodes on one host: the links between them are shared memory, not "
         "the network)";
   }
+  // Two nodes: one pair per rail, compared only with itself. Measured, but nothing judged: a
+  // warning that says so, not a PASS of the scan (a link 10 times too slow would pass).
+  std::string unjudged;
+  if (lf.nodes_tested < 3) {
+    std::vector<std::string> seen;
+    for (const LinkscanRail& r : lf.rails) {
+      if (r.scanned > 0 && std::isfinite(r.reference.best_bw_GBps)) {
+        seen.push_back("rail " + std::to_string(r.rail) + " " +
+                       gbps_text(r.reference.best_bw_GBps));
+      }
+    }
+    unjudged =
+        "; not judged: with 2 nodes each rail's one pair is compared only with itself, so "
+        "a slow node or link cannot show" +
+        (seen.empty() ? std::string() : " (measured: " + join(seen, ", ") + ")") +
+        "; scan 3 nodes or more";
+  }
   lf.findings.push_back(run_finding(
-      "linkscan.coverage", CheckStatus::kPass,
+      "linkscan.coverage", unjudged.empty() ? CheckStatus::kPass : CheckStatus::kWarn,
       std::to_string(lf.pairs_tested) + " node pair(s) of " + std::to_string(lf.nodes_tested) +
           " node(s) on " + std::to_string(scanned_rails) + " rail(s) over " + lf.transport + " (" +
           what + "; " + format_size(static_cast<std::uint64_t>(lf.bytes)) + " x " +
@@ -317,7 +334,7 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
           (cut_short > 0
                ? "; the run stopped before the retests of " + std::to_string(cut_short) + " rail(s)"
                : "") +
-          virtual_note));
+          virtual_note + unjudged));
   std::vector<Finding> found;
   std::size_t acquitted = 0, known = 0;
   for (const LinkscanRail& r : lf.rails) {
@@ -367,11 +384,17 @@ LinkscanFindings linkscan_findings(const RunFile& file, const RunFacts& facts) {
         if (p.pass == 1 && !p.transport.empty() && p.transport != "?") used.insert(p.transport);
       }
     }
-    transport.push_back(run_finding(
-        "linkscan.transport", known > 0 ? CheckStatus::kPass : CheckStatus::kSkip,
-        known > 0 ? "every pair of a rail used the same transport (" +
-                        join(std::vector<std::string>(used.begin(), used.end()), "; ") + ")"
-                  : "the transports were not recorded"));
+    const std::string names = join(std::vector<std::string>(used.begin(), used.end()), "; ");
+    transport.push_back(
+        known == 0 ? run_finding("linkscan.transport", CheckStatus::kSkip,
+                                 "the transports were not recorded")
+        : lf.nodes_tested < 3
+            ? run_finding("linkscan.transport", CheckStatus::kSkip,
+                          "one pair per rail: no other pair to compare its transport with "
+                          "(used: " +
+                              names + ")")
+            : run_finding("linkscan.transport", CheckStatus::kPass,
+                          "every pair of a rail used the same transport (" + names + ")"));
   }
   lf.findings.insert(lf.findings.end(), found.begin(), found.end());
   lf.findings.insert(lf.findings.end(), transport.begin(), transport.end());

@@ -126,6 +126,8 @@ expect_in "$TMP/stdout" "each way, 3 window\(s\) and 50 round trips per pair, on
 for check in nodes links; do
   expect_in "$TMP/detail" "\[SKIP\] linkscan\.$check: 2 node\(s\): one pair, compared only with itself, cannot be localised" "two nodes: linkscan.$check skipped"
 done
+expect_in "$TMP/detail" "\[WARN\] linkscan.coverage: .*; not judged: with 2 nodes each rail's one pair is compared only with itself.*\(measured: rail 0 [0-9.]+ GB/s\)" "two nodes: the scan says it judged nothing"
+expect_in "$TMP/detail" "\[SKIP\] linkscan.transport: one pair per rail" "two nodes: no transport to compare"
 
 # One node: nothing to pair, said so.
 "$MPIRUN" -n 2 "$SHAKEDOWN" run "${small[@]}" --out "$TMP/f.h5" >"$TMP/stdout" 2>"$TMP/stderr"

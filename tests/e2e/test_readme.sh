@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every command the README (and configs/README.md, docs/reports.md, docs/devices.md) shows in a ```sh block runs
+# Every command the README (and configs/README.md, docs/reports.md, docs/devices.md,
+# docs/linkscan.md) shows in a ```sh block runs
 # as written on this machine (blocks that need a cluster are ```text). scripts/test.sh is
 # skipped (it is what runs this test);
 # scripts/demo.sh runs first (it builds build-release/, which the other commands use). Output
@@ -10,7 +11,7 @@ cd "$SHAKEDOWN_SOURCE_DIR" || fail "no source folder"
 unset SHAKEDOWN_BUILD_DIR  # ctest's: the demo must use its own folder, not the test build
 mkdir -p "$TMP/results"
 commands=()
-for doc in README.md configs/README.md docs/reports.md docs/devices.md; do
+for doc in README.md configs/README.md docs/reports.md docs/devices.md docs/linkscan.md; do
   in_block=0
   while IFS= read -r line; do
     if [[ $in_block -eq 0 && "$line" == '```sh' ]]; then in_block=1; continue; fi

@@ -674,22 +674,26 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
       ++c.faster;
       ++g.faster;
     }
+    g.not_slower += i.hi < 1 + effect ? 1 : 0;
+    g.not_faster += i.lo > 1 / (1 + effect) ? 1 : 0;
     members[i.group].push_back(&i);
   }
-  // A group changed when enough of its items did: a node or rank in most of its items (and at
-  // least 2 where it has 2), as the straggler rule asks, and so the run's GEMM over its few
-  // shapes; a collective in at least 2 sizes (a fabric problem often shows only from some size
-  // on).
-  auto changed = [](const CompareGroup& g, std::size_t n) {
+  // A group changed when enough of its items did: a node or rank (and the run's GEMM over its
+  // few shapes) in at least 2 items (1 where it has 1) and in more items than rule the change
+  // out, as the straggler rule asks most of the cases that tell; items too noisy to tell either
+  // way count for neither (a rank slowed 2x in gemm showed it in 2 shapes, 2 more were too noisy
+  // and its train compute was unchanged: "most of its 5 items" called it unchanged). A
+  // collective in at least 2 sizes (a fabric problem often shows only from some size on).
+  auto changed = [](const CompareGroup& g, std::size_t n, std::size_t against) {
     if (g.per_place || g.phase == "gemm") {
-      return n >= std::min<std::size_t>(2, g.judged) && 2 * n > g.judged;
+      return n >= std::min<std::size_t>(2, g.judged) && n > against;
     }
     return n >= std::min<std::size_t>(2, g.judged);
   };
   std::vector<std::pair<double, CompareGroup>> slower, faster, same;
   for (auto& [name, g] : groups) {
-    const bool is_slower = changed(g, g.slower);
-    const bool is_faster = !is_slower && changed(g, g.faster);
+    const bool is_slower = changed(g, g.slower, g.not_slower);
+    const bool is_faster = !is_slower && changed(g, g.faster, g.not_faster);
     g.result = is_slower   ? CompareGroup::Result::kSlower
                : is_faster ? CompareGroup::Result::kFaster
                            : CompareGroup::Result::kSame;
@@ -796,8 +800,8 @@ std::string format_comparison(const Comparison& c, bool detail) {
     os << "; " << c.not_judged << " not judged (" << not_judged_reasons(c) << ")";
   os << "\n"
      << c.slower_groups << " place(s) slower, " << c.faster_groups
-     << " faster (a rank, node or the run's GEMM in most of its items and at least 2, a "
-        "collective in at least 2 sizes)\n";
+     << " faster (a rank, node or the run's GEMM in at least 2 items and in more than rule the "
+        "change out, a collective in at least 2 sizes)\n";
   os << "verdict: " << c.verdict_words();
   if (c.nothing_judged()) {
     os << ": none of the " << c.items.size()

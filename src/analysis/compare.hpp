@@ -66,6 +66,9 @@ struct CompareGroup {
   std::string phase;       // of its items
   bool per_place = false;  // a rank or node (held to the per-rank minimum effect)
   std::size_t judged = 0, slower = 0, faster = 0;
+  // Items whose interval rules out a slowdown (faster-up) beyond the minimum effect: they speak
+  // against a change that way. Items too noisy to tell speak for neither.
+  std::size_t not_slower = 0, not_faster = 0;
   enum class Result { kSlower, kFaster, kSame } result = Result::kSame;
   double ratio = 1;  // median ratio of its changed items (all judged items when unchanged)
   double p = 1;      // smallest uncorrected p among them

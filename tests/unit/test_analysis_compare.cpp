@@ -143,6 +143,14 @@ class Files {
  public:
   std::filesystem::path write(const std::string& name, const TrainRecord* t,
                               const CheckpointRecord* ck, const GemmShapeRecord* g = nullptr) {
+    std::vector<std::pair<std::string, GemmShapeRecord>> shapes;
+    if (g) shapes.emplace_back("64x128x128", *g);
+    return write_shapes(name, t, ck, shapes);
+  }
+  // The GEMM phase as several shapes (name, record).
+  std::filesystem::path write_shapes(
+      const std::string& name, const TrainRecord* t, const CheckpointRecord* ck,
+      const std::vector<std::pair<std::string, GemmShapeRecord>>& shapes) {
     RunMeta meta;
     meta.shakedown_version = "test";
     meta.config_yaml = "phases: [train, checkpoint]\n";
@@ -153,9 +161,9 @@ class Files {
     w.write_topology(testing_support::two_per_host(kWorld), {});
     if (t) write_train(w, *t);
     if (ck) write_checkpoint(w, *ck);
-    if (g) {
-      w.set_attr(schema::kGemmGroup, schema::gemm::kAttrEngine, g->engine);
-      write_gemm_shape(w, schema::gemm_group("64x128x128"), *g);
+    for (const auto& [shape, g] : shapes) {
+      w.set_attr(schema::kGemmGroup, schema::gemm::kAttrEngine, g.engine);
+      write_gemm_shape(w, schema::gemm_group(shape), g);
     }
     w.finish(schema::kStatusComplete);
     return path;
@@ -330,6 +338,42 @@ TEST(CompareGemm, ItemsThatCannotReachTheCorrectedAlphaAreNotJudged) {
   ASSERT_NE(judged, nullptr);
   EXPECT_EQ(judged->result, CompareItem::Result::kSlower) << format_comparison(enough, true);
   EXPECT_EQ(enough.exit_code(), 1);
+}
+
+// A rank slowed in gemm shows it clearly in 2 of 4 shapes while its other 2 are too noisy to
+// tell either way: the rank is slower (it was "unchanged" when a place needed most of its
+// items). When its other 2 shapes show it unchanged, 2 for and 2 against: not named.
+TEST(CompareGemm, ARankIsSlowerInMoreItemsThanRuleItOutNotInMostOfAll) {
+  Files f;
+  const TrainRecord t = train(1);
+  auto shapes = [](unsigned seed, double factor, double noisy_sigma) {
+    std::vector<std::pair<std::string, GemmShapeRecord>> out;
+    for (int s = 0; s < 4; ++s) {
+      GemmShapeRecord g = gemm("cpu", seed * 10 + static_cast<unsigned>(s));
+      g.order = s + 1;
+      std::mt19937 rng(seed * 100 + static_cast<unsigned>(s));
+      std::normal_distribution<double> noise(0, noisy_sigma);
+      for (std::size_t i = 0; i < 20; ++i) {
+        double& rank2 = g.time_us[i * kWorld + 2];
+        if (s < 2)
+          rank2 *= factor;  // shows the slowdown
+        else
+          rank2 *= std::exp(noise(rng)) * 1.3;  // noise (or not) around a small shift
+      }
+      out.emplace_back("64x128x" + std::to_string(128 * (s + 1)), g);
+    }
+    return out;
+  };
+  const Comparison noisy = compare(f.write_shapes("a.h5", &t, nullptr, shapes(1, 1, 0.8)),
+                                   f.write_shapes("b.h5", &t, nullptr, shapes(2, 3, 0.8)));
+  const auto named = slower_places(noisy);
+  ASSERT_EQ(named.size(), 1u) << format_comparison(noisy, true);
+  EXPECT_EQ(named[0].rfind("rank 2 (", 0), 0u) << named[0];
+  EXPECT_EQ(noisy.exit_code(), 1);
+
+  const Comparison clear = compare(f.write_shapes("c.h5", &t, nullptr, shapes(3, 1, 0.01)),
+                                   f.write_shapes("d.h5", &t, nullptr, shapes(4, 3, 0.01)));
+  EXPECT_TRUE(slower_places(clear).empty()) << format_comparison(clear, true);
 }
 
 TEST(CompareFormats, JsonJunitAndPrometheusSayTheSame) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "analysis/collectives_data.hpp"
 #include "analysis/compare_stats.hpp"
@@ -593,6 +594,27 @@ Comparison compare_runs(const RunFile& before, const RunFile& after, const Compa
   for (const std::string& d : config_differences(mb.config_yaml, ma.config_yaml)) {
     c.warnings.push_back("config " + d);
   }
+  // A run cut short measured part of what it was asked: what it did not is only in one file, or
+  // in neither, and is not compared. Said first, before any number.
+  for (const auto& [file, meta, path] :
+       {std::tuple{&before, &mb, c.before_path}, std::tuple{&after, &ma, c.after_path}}) {
+    if (meta->status == schema::kStatusComplete) continue;
+    c.cut_short = true;
+    std::string why;
+    if (meta->status == schema::kStatusAborted) {
+      why = "was aborted" +
+            (meta->abort_phase.empty() ? std::string() : " in the " + meta->abort_phase + " phase");
+      if (file->has_attr("/", schema::kAttrAbortReason)) {
+        std::string reason = file->attr_string("/", schema::kAttrAbortReason);
+        if (reason.size() > 160) reason = reason.substr(0, 157) + "...";
+        why += " (" + reason + ")";
+      }
+    } else {
+      why = "did not finish (status " + meta->status + ": the job ended before closing its file)";
+    }
+    c.warnings.insert(c.warnings.begin(),
+                      path + " " + why + ": what it did not measure is not compared");
+  }
   // A sanitizer build's times are several times slower and move between runs (the verdict does
   // not hold them to a platform's numbers either): only ranks against their run's others count.
   for (const RunFacts* f : {&facts, &after_facts}) {
@@ -805,8 +827,9 @@ std::string format_comparison(const Comparison& c, bool detail) {
   os << "verdict: " << c.verdict_words();
   if (c.nothing_judged()) {
     os << ": none of the " << c.items.size()
-       << " item(s) both runs measured could be judged (see above); compare runs with more "
-          "iterations, or on ranks that do not share cores";
+       << " item(s) both runs measured could be judged (see above); "
+       << (c.cut_short ? "one of the runs was cut short (see its line at the top); " : "")
+       << "compare runs with more iterations, or on ranks that do not share cores";
   }
   os << " (exit " << c.exit_code() << ")\n";
   return os.str();

@@ -85,6 +85,7 @@ struct Comparison {
   std::vector<CompareItem> items;
   std::size_t judged = 0, slower = 0, faster = 0, not_judged = 0;  // items
   std::size_t slower_groups = 0, faster_groups = 0;  // places: what the verdict rests on
+  bool cut_short = false;  // either run aborted or never finished (said in `warnings`)
   double min_effect_per_rank = 0.05;
   double alpha = 0.05, min_effect = 0.05, alpha_per_item = 0.05;
   // Every group with a judged item: slower ones first (worst first), then faster, then the rest.

@@ -48,11 +48,22 @@ def main():
           f"{len(report['places'])} places, slower: {slower}")
 
     root = ET.parse(stem + ".junit.xml").getroot()
-    cases = root.findall("./testsuite/testcase")
-    failures = root.findall("./testsuite/testcase/failure")
-    if root.tag != "testsuites" or len(cases) != len(report["places"]) or int(root.get("tests")) != len(cases):
-        fail(f"JUnit has {len(cases)} testcases, JSON {len(report['places'])} places")
-    if len(failures) != len(slower) or int(root.get("failures")) != len(slower):
+    # The verdict is a test case of its own (compare.verdict), failed when the run regressed and
+    # skipped when nothing was judged; the other cases are the places.
+    verdict = root.findall("./testsuite[@name='compare.verdict']/testcase")
+    if len(verdict) != 1:
+        fail(f"JUnit has {len(verdict)} compare.verdict testcases, expected 1")
+    regressed = report["verdict"] == "regressed"
+    if (verdict[0].find("failure") is not None) != regressed:
+        fail(f"JUnit verdict testcase failure={verdict[0].find('failure') is not None}, JSON {report['verdict']}")
+    if (verdict[0].find("skipped") is not None) != (report["verdict"] == "nothing_judged"):
+        fail(f"JUnit verdict testcase skipped={verdict[0].find('skipped') is not None}, JSON {report['verdict']}")
+    cases = [c for suite in root.findall("./testsuite") if suite.get("name") != "compare.verdict"
+             for c in suite.findall("testcase")]
+    failures = [f for c in cases for f in c.findall("failure")]
+    if root.tag != "testsuites" or len(cases) != len(report["places"]) or int(root.get("tests")) != len(cases) + 1:
+        fail(f"JUnit has {len(cases)} place testcases, JSON {len(report['places'])} places")
+    if len(failures) != len(slower) or int(root.get("failures")) != len(slower) + (1 if regressed else 0):
         fail(f"JUnit has {len(failures)} failures, JSON {len(slower)} slower places")
     failed_names = [c.get("name") for c in cases if c.find("failure") is not None]
     if failed_names != slower:

@@ -138,36 +138,53 @@ std::string format_compare_junit(const Comparison& c) {
     if (!suites.contains(g.phase)) order.push_back(g.phase);
     suites[g.phase].push_back(&g);
   }
+  // The verdict is a test case of its own, first, with the comparison's properties: a
+  // comparison that judged nothing (or regressed) is never an empty, passing suite to a CI.
+  const bool regressed = c.regressed(), skipped = !regressed && c.nothing_judged();
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  os << "<testsuites name=\"shakedown compare\" tests=\"" << c.groups.size() << "\" failures=\""
-     << c.slower_groups << "\" errors=\"0\" skipped=\"0\">\n";
-  bool first = true;
+  os << "<testsuites name=\"shakedown compare\" tests=\"" << c.groups.size() + 1 << "\" failures=\""
+     << c.slower_groups + (regressed ? 1 : 0) << "\" errors=\"0\" skipped=\"" << (skipped ? 1 : 0)
+     << "\">\n";
+  os << "  <testsuite name=\"compare.verdict\" tests=\"1\" failures=\"" << (regressed ? 1 : 0)
+     << "\" errors=\"0\" skipped=\"" << (skipped ? 1 : 0) << "\">\n";
+  os << "    <properties>\n";
+  const std::pair<const char*, std::string> props[] = {
+      {"before", c.before_path},
+      {"after", c.after_path},
+      {"verdict", c.verdict_name()},
+      {"exit_code", std::to_string(c.exit_code())},
+      {"alpha", std::to_string(c.alpha)},
+      {"correction", "bonferroni"},
+      {"min_effect", std::to_string(c.min_effect)},
+      {"judged", std::to_string(c.judged)},
+      {"not_judged", std::to_string(c.not_judged)}};
+  for (const auto& [k, val] : props) {
+    os << "      <property name=\"" << k << "\" value=\"" << markup_escape(val) << "\"/>\n";
+  }
+  for (const std::string& w : c.warnings) {
+    os << "      <property name=\"warning\" value=\"" << markup_escape(w) << "\"/>\n";
+  }
+  os << "    </properties>\n";
+  const std::string summary = std::string(c.verdict_words()) + ": " + std::to_string(c.judged) +
+                              " item(s) judged, " + std::to_string(c.not_judged) + " not judged, " +
+                              std::to_string(c.slower_groups) + " place(s) slower";
+  os << "    <testcase classname=\"compare.verdict\" name=\"verdict\"";
+  if (regressed) {
+    os << ">\n      <failure message=\"" << markup_escape(summary) << "\" type=\"regression\">"
+       << markup_escape(summary) << "</failure>\n    </testcase>\n";
+  } else if (skipped) {
+    os << ">\n      <skipped message=\"" << markup_escape(summary) << "\"/>\n    </testcase>\n";
+  } else {
+    os << ">\n      <system-out>" << markup_escape(summary) << "</system-out>\n    </testcase>\n";
+  }
+  os << "  </testsuite>\n";
   for (const std::string& phase : order) {
     const auto& list = suites[phase];
     std::size_t failures = 0;
     for (const CompareGroup* g : list) failures += g->result == CompareGroup::Result::kSlower;
     os << "  <testsuite name=\"compare." << markup_escape(phase) << "\" tests=\"" << list.size()
        << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\">\n";
-    if (first) {
-      os << "    <properties>\n";
-      const std::pair<const char*, std::string> props[] = {
-          {"before", c.before_path},
-          {"after", c.after_path},
-          {"verdict", c.verdict_name()},
-          {"exit_code", std::to_string(c.exit_code())},
-          {"alpha", std::to_string(c.alpha)},
-          {"correction", "bonferroni"},
-          {"min_effect", std::to_string(c.min_effect)}};
-      for (const auto& [k, val] : props) {
-        os << "      <property name=\"" << k << "\" value=\"" << markup_escape(val) << "\"/>\n";
-      }
-      for (const std::string& w : c.warnings) {
-        os << "      <property name=\"warning\" value=\"" << markup_escape(w) << "\"/>\n";
-      }
-      os << "    </properties>\n";
-      first = false;
-    }
     for (const CompareGroup* g : list) {
       os << "    <testcase classname=\"compare." << markup_escape(phase) << "\" name=\""
          << markup_escape(g->name) << "\"";

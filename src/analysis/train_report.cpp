@@ -356,11 +356,18 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   sum.dp_span_ms = median(d.span);
   sum.optim_ms = median(d.optim);
   double exposed = 0, span = 0;
+  std::vector<double> other;
   for (std::size_t i = 0; i < d.exposed.size(); ++i) {
     exposed += d.exposed[i];
     span += std::max(d.span[i], d.exposed[i]);
+    other.push_back(d.step[i] - (d.fwd[i] + d.bwd[i] + d.tp[i] + d.exposed[i] + d.optim[i]));
   }
   sum.overlap_efficiency = span > 0 ? 1 - exposed / span : 0;
+  if (!d.exposed.empty()) {
+    sum.dp_exposed_mean_ms = exposed / static_cast<double>(d.exposed.size());
+    sum.dp_span_mean_ms = span / static_cast<double>(d.exposed.size());
+  }
+  sum.other_ms = median(other);
   sum.tokens_per_s = static_cast<double>(d.tokens) / (sum.step_med_ms * 1e-3);
   std::vector<double> rank_tflops, compute(d.steps * d.world);
   for (std::size_t i = 0; i < compute.size(); ++i) compute[i] = d.fwd[i] + d.bwd[i];
@@ -616,12 +623,13 @@ std::string format_train(const TrainFindings& tf, const RunFacts& facts, bool ex
   std::ostringstream os;
   if (explain) {
     os << "  step: until the slowest rank is done; the breakdown is the median over every rank's "
-          "steps; compute excludes TP waits; exposed = blocked on DP after backward\n";
+          "steps (each part its own median, so they need not add up; other: the median of what "
+          "no part holds); compute excludes TP waits; exposed = blocked on DP after backward\n";
   }
   os << "  step " << ms_text(s.step_med_ms) << " median, " << ms_text(s.step_p95_ms) << " p95; fwd "
      << ms_text(s.fwd_ms) << ", bwd " << ms_text(s.bwd_ms) << ", TP comm " << ms_text(s.tp_comm_ms)
      << ", DP exposed " << ms_text(s.dp_exposed_ms) << ", optimizer " << ms_text(s.optim_ms)
-     << '\n';
+     << ", other " << ms_text(s.other_ms) << '\n';
   os << "  " << general_text(s.tokens_per_s, 4) << " tokens/s, " << general_text(s.rank_tflops, 3)
      << " TFLOP/s per rank";
   if (s.peak_tflops > 0) {
@@ -631,8 +639,9 @@ std::string format_train(const TrainFindings& tf, const RunFacts& facts, bool ex
   if (s.dp == 1) {
     os << "- (dp 1: no gradient reduction between replicas)\n";
   } else if (s.overlap) {
-    os << fixed_text(100 * s.overlap_efficiency, 0) << "% (exposed " << ms_text(s.dp_exposed_ms)
-       << " of " << ms_text(s.dp_span_ms) << " DP communication)\n";
+    os << fixed_text(100 * s.overlap_efficiency, 0) << "% (exposed "
+       << ms_text(s.dp_exposed_mean_ms) << " of " << ms_text(s.dp_span_mean_ms)
+       << " DP communication, mean per rank and step)\n";
   } else {
     os << "0% (overlap off: one reduction after backward, " << ms_text(s.dp_span_ms) << ")\n";
   }

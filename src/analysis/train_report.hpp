@@ -28,6 +28,12 @@ struct TrainSummary {
   double step_med_ms = 0, step_p95_ms = 0;  // the step lasts until its slowest rank is done
   // Medians over every rank's steps.
   double fwd_ms = 0, bwd_ms = 0, tp_comm_ms = 0, dp_exposed_ms = 0, dp_span_ms = 0, optim_ms = 0;
+  // Median over every rank's steps of what no component holds: step - (fwd + bwd + TP + exposed
+  // DP + optimizer). The parts are medians of their own, so they need not add up to the step.
+  double other_ms = 0;
+  // The overlap efficiency's own terms: exposed and DP communication per rank and step, means
+  // over all of them (the medians above can hide a group that waits while another does not).
+  double dp_exposed_mean_ms = 0, dp_span_mean_ms = 0;
   bool overlap = true;
   int dp = 1;                     // replicas (1: no DP reduction, nobody waits for anybody)
   double overlap_efficiency = 0;  // 1 - exposed / DP communication time, over all samples

@@ -65,13 +65,14 @@ struct StepConfig {
 
 struct StepTimes {
   double step_s = 0;
-  double fwd_s = 0;           // forward compute (GEMMs, attention, quantisation), no TP waits
-  double bwd_s = 0;           // backward compute, likewise
+  double fwd_s = 0;  // forward compute (the weights' FP8 casts, GEMMs, attention, quantisation),
+                     // no TP waits
+  double bwd_s = 0;  // backward compute, likewise
   double tp_comm_s = 0;       // blocked in TP collectives: forward, backward and the
-                              // optimizer's amax reduction (which optim_s includes too)
+                              // optimizer's amax reduction
   double dp_exposed_s = 0;    // blocked waiting for DP reductions after backward
   double dp_span_s = 0;       // first DP bucket posted to last completed
-  double optim_s = 0;         // amax reduction, scale update, Adam, parameter all-gather
+  double optim_s = 0;         // scale update, Adam, parameter all-gather (not the amax wait)
   double backward_end_s = 0;  // steady clock when backward's compute ended (the DP arrival)
 };
 

@@ -203,7 +203,8 @@ Json train_json(const TrainFindings& t) {
                        {"tp_comm", number(s.tp_comm_ms)},
                        {"dp_exposed", number(s.dp_exposed_ms)},
                        {"dp_communication", number(s.dp_span_ms)},
-                       {"optim", number(s.optim_ms)}};
+                       {"optim", number(s.optim_ms)},
+                       {"other", number(s.other_ms)}};
   j["overlap"] = s.overlap;
   j["dp"] = s.dp;
   j["overlap_efficiency"] = s.dp > 1 ? number(s.overlap_efficiency) : Json(nullptr);

@@ -365,8 +365,8 @@ inline constexpr Dataset<double> kStepMs{
     {kTrainGroup, "step_ms", Elem::kFloat64, "steps, world", "ms", "the rank's whole step"}};
 inline constexpr Dataset<double> kFwdMs{{kTrainGroup, "fwd_ms", Elem::kFloat64, "steps, world",
                                          "ms",
-                                         "forward compute (GEMMs, attention, quantisation), "
-                                         "TP waits excluded"}};
+                                         "forward compute (the weights' FP8 casts, GEMMs, "
+                                         "attention, quantisation), TP waits excluded"}};
 inline constexpr Dataset<double> kBwdMs{{kTrainGroup, "bwd_ms", Elem::kFloat64, "steps, world",
                                          "ms", "backward compute, TP waits excluded"}};
 inline constexpr Dataset<double> kTpCommMs{
@@ -380,7 +380,8 @@ inline constexpr Dataset<double> kDpSpanMs{
      "first gradient bucket posted to the last one complete (the DP communication time)"}};
 inline constexpr Dataset<double> kOptimMs{
     {kTrainGroup, "optim_ms", Elem::kFloat64, "steps, world", "ms",
-     "amax reduction, scale update, Adam, parameter all-gather (zero 1)"}};
+     "scale update, Adam, parameter all-gather (zero 1); the amax reduction's wait is in "
+     "tp_comm_ms"}};
 inline constexpr Dataset<double> kDpArrivalUs{
     {kTrainGroup, "dp_arrival_us", Elem::kFloat64, "steps, world", "us",
      "when the rank finished backward (reached the DP wait), on rank 0's clock, after the step's "

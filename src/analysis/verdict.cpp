@@ -89,10 +89,24 @@ Verdict decide(const RunFile& file, const RunAnalysis& a, std::vector<Finding> f
         break;
     }
   }
-  std::vector<std::string> corrupt;
+  // Each check and place once, with how many findings it has (one rank's wrong GEMM output in
+  // seven shapes is one line, not seven).
+  std::vector<std::pair<std::string, int>> corrupt_places;
   for (const Finding& f : v.findings) {
     if (f.corruption == 0 || f.status != CheckStatus::kFail) continue;
-    corrupt.push_back(f.check + " on " + (f.rank >= 0 ? a.facts.rank_name(f.rank) : f.subject));
+    const std::string place =
+        f.check + " on " + (f.rank >= 0 ? a.facts.rank_name(f.rank) : f.subject);
+    const auto seen = std::find_if(corrupt_places.begin(), corrupt_places.end(),
+                                   [&](const auto& p) { return p.first == place; });
+    if (seen != corrupt_places.end()) {
+      ++seen->second;
+    } else {
+      corrupt_places.emplace_back(place, 1);
+    }
+  }
+  std::vector<std::string> corrupt;
+  for (const auto& [place, n] : corrupt_places) {
+    corrupt.push_back(n > 1 ? place + " (" + std::to_string(n) + " findings)" : place);
   }
   const std::string& status = a.facts.meta.status;
   if (status == schema::kStatusRunning) {

@@ -68,6 +68,11 @@ expect_in "$TMP/stdout" "rank 2 \(host [^,]+, node 0\): gemm 32x16x100 output ha
   "the flipped rank is named with its shape"
 expect_in "$TMP/stdout" "64x48x40 .* agree \(3\)" "the shape without the flip still agrees"
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: gemm.output_hash on rank 2 \(host [^,]+, node 0\) \(exit 3\)" "verdict"
+# A flip in every shape: the headline names the check and rank once, with its count.
+"$MPIRUN" -n 3 "$SHAKEDOWN" run "${common[@]}" --inject sdc:rank=2,phase=gemm \
+  --out "$TMP/s_all.h5" >"$TMP/stdout_all" 2>"$TMP/stderr"
+expect_rc 3 $? "planted bit flip in every shape"
+expect_in "$TMP/stdout_all" "verdict: DATA CORRUPTION: gemm.output_hash on rank 2 \(host [^,]+, node 0\) \([0-9]+ findings\)(;| \(exit)" "one headline entry per check and rank"
 grep "output hash differs" "$TMP/stdout" >"$TMP/named"
 grep -v "^ .*rank 2 (host [^,]*, node 0): gemm" "$TMP/named" >"$TMP/others" && { cat "$TMP/others"; fail "a rank without the fault was named"; }
 [[ "$(h5_root_attr "$TMP/s.h5" status)" == complete ]] || fail "the sdc run should finish (complete)"

@@ -344,11 +344,12 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
   const Stragglers found = find_stragglers(straggler_cases, straggler_limits);
   // A PASS needs ranks to compare and samples enough to show one slower.
   std::string unjudged = straggler_cases.empty() ? "no shape measured on every rank" : "";
+  std::size_t min_iters = 0;
   if (unjudged.empty()) {
-    std::size_t iters = straggler_cases.front().iters;
-    for (const StragglerCase& c : straggler_cases) iters = std::min(iters, c.iters);
-    unjudged = cannot_judge(straggler_cases.size(), iters, straggler_cases.front().world, "ranks",
-                            straggler_limits.alpha, "gemm.iters");
+    min_iters = straggler_cases.front().iters;
+    for (const StragglerCase& c : straggler_cases) min_iters = std::min(min_iters, c.iters);
+    unjudged = cannot_judge(straggler_cases.size(), min_iters, straggler_cases.front().world,
+                            "ranks", straggler_limits.alpha, "gemm.iters");
   }
   for (const StragglerEvidence& e : found.named) {
     Finding f = about_rank("gemm.stragglers", straggler_status(facts, e.excess), e.rank,
@@ -430,7 +431,9 @@ GemmFindings gemm_findings(const RunFile& file, const RunFacts& facts) {
             fixed_text(100 * facts.straggler_slowdown(), 0) +
             "% slower than the others, beyond their spread and with p < 0.01, in most of " +
             std::to_string(straggler_cases.size()) + " shape(s)" +
-            (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "")));
+            (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "") +
+            few_samples_note(straggler_cases.size(), min_iters, straggler_cases.front().world,
+                             straggler_limits.alpha, "gemm.iters")));
   }
   if (fast_enough.empty() && platform != nullptr && platform->fp8_tflops > 0) {
     fast_enough.push_back(

@@ -293,4 +293,15 @@ std::string cannot_judge(std::size_t cases, std::size_t samples, std::size_t mem
          " >= " + std::to_string(need);
 }
 
+std::string few_samples_note(std::size_t cases, std::size_t samples, std::size_t members,
+                             double alpha, const std::string& knob) {
+  const double margin = alpha / 10;
+  if (members < 3 || best_possible_p(cases, samples, members) < margin) return "";
+  std::size_t need = samples;
+  while (need < 100000 && best_possible_p(cases, need, members) >= margin) ++need;
+  return "; with " + std::to_string(samples) +
+         " sample(s) only a rank slower than every other in every one could be named (" + knob +
+         " >= " + std::to_string(need) + " to see a slowdown that overlaps the others)";
+}
+
 }  // namespace shakedown

@@ -71,6 +71,13 @@ double best_possible_p(std::size_t cases, std::size_t iters, std::size_t world);
 std::string cannot_judge(std::size_t cases, std::size_t samples, std::size_t members,
                          const std::string& what, double alpha, const std::string& knob);
 
+// "" when `cases` cases of `samples` samples from `members` ranks leave margin (the best
+// possible p under alpha / 10); else, for a PASS to say how little it could see, "; with N
+// sample(s) only a rank slower than every other in every one could be named (<knob> >= M
+// to see a slowdown that overlaps the others)".
+std::string few_samples_note(std::size_t cases, std::size_t samples, std::size_t members,
+                             double alpha, const std::string& knob);
+
 struct Stragglers {
   std::vector<StragglerEvidence> named;
   // Slower than the others on every criterion but the shared-cores one (empty unless `shared`):

@@ -470,7 +470,8 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
             "% slower than the others in forward + backward, beyond their spread and with p < "
             "0.01, over " +
             std::to_string(d.steps) + " step(s)" +
-            (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "")));
+            (facts.oversubscribed ? " (judged against the spread of ranks sharing cores)" : "") +
+            few_samples_note(1, d.steps, d.world, limits.alpha, "train.steps")));
   }
 
   // Late arrival at the DP reduction, per TP group (its ranks finish backward together: they

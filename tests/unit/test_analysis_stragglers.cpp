@@ -284,5 +284,18 @@ TEST(Stragglers, SlowerTogetherJoinsTheNamedFindings) {
   EXPECT_TRUE(findings[0].evidence.empty());
 }
 
+// A test that can judge, but only just, says so in its PASS: 7 samples of one case from 4 ranks
+// reach p < 0.01 only when a rank is above every other in every sample.
+TEST(Stragglers, APassOnTooFewSamplesForAMarginSaysSo) {
+  EXPECT_EQ(cannot_judge(1, 7, 4, "ranks", 0.01, "k"), "");
+  const std::string note = few_samples_note(1, 7, 4, 0.01, "k");
+  EXPECT_NE(note.find("with 7 sample(s) only a rank slower than every other in every one"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("k >= "), std::string::npos) << note;
+  EXPECT_EQ(few_samples_note(1, 30, 4, 0.01, "k"), "");
+  EXPECT_EQ(few_samples_note(1, 7, 2, 0.01, "k"), "");  // 2 ranks: not judged at all
+}
+
 }  // namespace
 }  // namespace shakedown

@@ -121,7 +121,13 @@ Verdict decide(const RunFile& file, const RunAnalysis& a, std::vector<Finding> f
     if (file.has_attr("/", schema::kAttrAbortReason)) {
       reason = file.attr_string("/", schema::kAttrAbortReason);
     }
-    v.headline = "ABORTED (status " + status + ")" + (reason.empty() ? "" : ": " + reason);
+    // Aborted because wrong data was found (collectives.on_wrong: abort): corruption first, so
+    // the verdict's name says what a tool filtering on it must see; the abort after it.
+    v.headline = corrupt.empty()
+                     ? "ABORTED (status " + status + ")" + (reason.empty() ? "" : ": " + reason)
+                     : "DATA CORRUPTION: " + join_limited(corrupt, "; ", 4) + "; the run then " +
+                           "aborted (status " + status + ")" +
+                           (reason.empty() ? "" : ": " + reason);
   } else if (!corrupt.empty()) {
     v.code = ExitCode::kRuntime;
     v.headline = "DATA CORRUPTION: " + join_limited(corrupt, "; ", 4);

@@ -524,9 +524,9 @@ std::uint64_t Sweep::record(PendingSize& size) {
     if (g.wrong[ur] > 0) {
       wrong_total += static_cast<std::uint64_t>(g.wrong[ur]);
       if (named++ < 8) {
-        char detail[160];
+        char detail[192];
         std::snprintf(detail, sizeof detail,
-                      ": %lld of %llu elements wrong, first at index %lld: expected %g, got %g",
+                      ": %lld of %llu elements wrong, first at index %lld: expected %.9g, got %.9g",
                       static_cast<long long>(g.wrong[ur]),
                       static_cast<unsigned long long>(counts.recv),
                       static_cast<long long>(g.first_wrong[ur]), g.expected[ur], g.got[ur]);

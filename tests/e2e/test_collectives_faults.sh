@@ -13,6 +13,13 @@ expect_rc 3 $? "corrupted result"
 expect_in "$TMP/stderr" "wrong data in collectives world/all_reduce float32 out_of_place 8 B: rank 2 \(host [^,]+, node 1 \[virtual\]\): 1 of 2 elements wrong" \
   "corruption names rank 2"
 [[ "$(h5_root_attr "$TMP/c.h5" status)" == aborted ]] || fail "corrupted run not marked aborted"
+# The file's verdict is corruption first (what a tool filtering on it must see), then the abort;
+# the values are printed to tell a float32 apart (9 significant digits).
+"$SHAKEDOWN" summary "$TMP/c.h5" --format json -o "$TMP/c.json" >/dev/null 2>&1
+/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["verdict"]; assert v["status"] == "corruption" and "the run then aborted" in v["headline"], v' "$TMP/c.json" ||
+  fail "an abort on wrong data is not a corruption verdict"
+pair=$(sed -n 's/.*first at index [0-9]*: expected \([^,]*\), got \([^ ]*\) .*/\1 \2/p' "$TMP/stderr" | head -n 1)
+[[ -n "$pair" && "${pair% *}" != "${pair#* }" ]] || fail "the expected and wrong values print alike: '$pair'"
 
 "$MPIRUN" -n 4 "$SHAKEDOWN" run "${common[@]}" --set collectives.on_wrong=continue --progress \
   --set collectives.ops=all_reduce,all_gather --inject corrupt:rank=1,phase=collectives \

@@ -506,8 +506,15 @@ int run_command(const RunOptions& options, int* argc, char*** argv) {
         !reports.formats.empty() || reports.html || !options.json_out.empty();
     auto abort_run = [&](const std::string& reason) {
       const std::string phase = in_progress.get();
-      recorder.mark_aborted(phase.empty() ? reason : reason + " (in the " + phase + " phase)",
-                            phase);
+      const bool marked = recorder.mark_aborted(
+          phase.empty() ? reason : reason + " (in the " + phase + " phase)", phase);
+      if (marked && !scratch && ctx.is_root()) {
+        // The job ends now, without its summary: say where the verdict and the drain list are.
+        std::fprintf(stderr,
+                     "shakedown: the run file %s keeps what completed, marked aborted: "
+                     "`shakedown summary %s` gives its verdict and the nodes to drain\n",
+                     recorder.final_path().c_str(), recorder.final_path().c_str());
+      }
       if (reports_asked && ctx.is_root()) {
         std::fprintf(stderr,
                      "shakedown: no reports written (the run did not finish); make them from its "

@@ -274,8 +274,8 @@ void Recorder::finish(const std::string& status) {
   finished_ = true;
 }
 
-void Recorder::mark_aborted(const std::string& reason, const std::string& phase) noexcept {
-  if (!writer_) return;
+bool Recorder::mark_aborted(const std::string& reason, const std::string& phase) noexcept {
+  if (!writer_) return false;
   h5::quiet_errors();  // called from the watchdog's thread (see worker())
   // Up to 5 s, by try_lock: try_lock_for waits in pthread_mutex_clocklock, which
   // ThreadSanitizer does not see, so the writes below would look unordered with the worker's.
@@ -289,9 +289,9 @@ void Recorder::mark_aborted(const std::string& reason, const std::string& phase)
                  "shakedown: the run file is busy; it keeps its status (running, or complete "
                  "when every phase had ended): %s\n",
                  writer_->partial_path().c_str());
-    return;
+    return false;
   }
-  if (finished_) return;  // complete already: the data is whole, only the shutdown failed
+  if (finished_) return false;  // complete already: the data is whole, only the shutdown failed
   // Why, and status aborted, reach the disk first: the job may end any moment now (a peer that
   // gives up waiting), and a file left saying "running" would tell nobody what happened.
   if (!writer_->broken()) {
@@ -317,7 +317,7 @@ void Recorder::mark_aborted(const std::string& reason, const std::string& phase)
                  "everything written before is readable (shakedown summary %s)\n",
                  writer_->partial_path().c_str(), writer_->io_error().c_str(),
                  writer_->partial_path().c_str());
-    return;
+    return false;
   }
   {
     std::lock_guard writes(abort_writes_mutex_);
@@ -331,14 +331,16 @@ void Recorder::mark_aborted(const std::string& reason, const std::string& phase)
       }
     }
   }
-  if (writer_->broken()) return;  // said by the write that failed; the file keeps status running
+  if (writer_->broken()) return false;  // said by the write that failed; it keeps status running
   try {
     writer_->finish(schema::kStatusAborted);
     finished_ = true;
+    return true;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shakedown: could not mark %s aborted: %s\n",
                  writer_->partial_path().c_str(), e.what());
   }
+  return false;
 }
 
 std::unique_ptr<Recorder::AbortWriteRegistration> Recorder::on_abort(AbortWrite fn) {

@@ -104,7 +104,9 @@ class Recorder {
   // Queued jobs (measured rows not yet written) are written first.
   // `phase`: the phase the run was in ("" between phases), recorded with the reason. Then the
   // registered AbortWrites run, and the file is closed.
-  void mark_aborted(const std::string& reason, const std::string& phase = "") noexcept;
+  // True when the file is now closed with status aborted (false: it could not be, said on
+  // stderr, or the run had completed already).
+  bool mark_aborted(const std::string& reason, const std::string& phase = "") noexcept;
 
   // What to add to the file when it is marked aborted, after the reason, the status and the
   // queued rows, before it is closed: e.g. the telemetry of the phase the run ended in. Rank 0;

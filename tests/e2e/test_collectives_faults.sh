@@ -13,6 +13,7 @@ expect_rc 3 $? "corrupted result"
 expect_in "$TMP/stderr" "wrong data in collectives world/all_reduce float32 out_of_place 8 B: rank 2 \(host [^,]+, node 1 \[virtual\]\): 1 of 2 elements wrong" \
   "corruption names rank 2"
 [[ "$(h5_root_attr "$TMP/c.h5" status)" == aborted ]] || fail "corrupted run not marked aborted"
+expect_in "$TMP/stderr" "the run file $TMP/c.h5 keeps what completed, marked aborted: \`shakedown summary $TMP/c.h5\` gives its verdict and the nodes to drain" "the aborted run says where its verdict is"
 # The file's verdict is corruption first (what a tool filtering on it must see), then the abort;
 # the values are printed to tell a float32 apart (9 significant digits).
 "$SHAKEDOWN" summary "$TMP/c.h5" --format json -o "$TMP/c.json" >/dev/null 2>&1

@@ -232,10 +232,28 @@ StallReport assess_positions(const std::vector<RankPosition>& positions,
       between.push_back(static_cast<int>(r));
     }
   }
+  // Laggards that stopped answering (a frozen or killed process) hold the others back: when some
+  // laggards still answer, the silent ones come first and are the ones named, and the answering
+  // ones are said to be waiting (a rank frozen in one rail's collective keeps its rail peers in
+  // theirs, short of the same step).
+  std::vector<int> silent_laggards, waiting_laggards;
+  for (int r : report.laggards) {
+    (positions[static_cast<std::size_t>(r)].liveness == Liveness::kAnswering ? waiting_laggards
+                                                                             : silent_laggards)
+        .push_back(r);
+  }
+  const bool split = !silent_laggards.empty() && !waiting_laggards.empty();
+  if (split) report.laggards = silent_laggards;
   os << name_list(report.laggards, name) << " did not reach '" << next->second.label << "' within "
      << format_seconds(limit_s) << " (last at '" << lo->label << "'); "
-     << positions.size() - report.laggards.size() << " of " << positions.size()
-     << " ranks got there";
+     << positions.size() - report.laggards.size() - waiting_laggards.size() * (split ? 1 : 0)
+     << " of " << positions.size() << " ranks got there";
+  if (split) {
+    os << " (" << name_list(waiting_laggards, name)
+       << (waiting_laggards.size() == 1 ? ", which answers, is" : ", which answer, are")
+       << " short of it too, probably waiting for " << (silent_laggards.size() == 1 ? "it" : "them")
+       << ")";
+  }
   if (!between.empty()) {
     os << " (";
     for (std::size_t i = 0; i < between.size() && i < kMaxNamed; ++i) {

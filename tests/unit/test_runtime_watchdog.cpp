@@ -132,6 +132,29 @@ TEST(Watchdog, NamesTheFrozenRankInsideACollective) {
       << r.message;
 }
 
+// A rank frozen in one rail's collective keeps its rail peer short of the same step: the frozen
+// one is named, and the one that still answers is said to wait for it (it led the headline).
+TEST(Watchdog, AFrozenLaggardIsNamedBeforeTheLaggardWaitingForIt) {
+  std::vector<RankPosition> p = {
+      at(7, "collectives rail_0/broadcast 1 MiB"), at(6, "collectives rail_1/broadcast 1 MiB"),
+      at(7, "collectives rail_0/broadcast 1 MiB"), at(6, "collectives rail_1/broadcast 1 MiB")};
+  p[3].liveness = Liveness::kStopped;
+  p[3].silent_s = 9;
+  std::map<std::int64_t, StepSeen> steps = {
+      {6, seen("collectives rail_1/broadcast 1 MiB", 20, 10)},
+      {7, seen("collectives rail_0/broadcast 1 MiB", 12, 10)}};
+  StallReport r = assess_positions(p, names(4), steps);
+  ASSERT_TRUE(r.stalled);
+  EXPECT_EQ(r.laggards, std::vector<int>{3});
+  EXPECT_EQ(r.message.find("rank 3 (host vm, node 1) did not reach"), 0u) << r.message;
+  EXPECT_NE(r.message.find("2 of 4 ranks got there (rank 1 (host vm, node 0), which answers, is "
+                           "short of it too, probably waiting for it)"),
+            std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("rank 3 (host vm, node 1) stopped answering 9 s ago"), std::string::npos)
+      << r.message;
+}
+
 TEST(Watchdog, ASilentLaggardIsSaidToBeSilent) {
   std::vector<RankPosition> p = {at(4, "phase gemm"), at(3, "collectives x"), at(4, "phase gemm")};
   p[1].liveness = Liveness::kSilent;

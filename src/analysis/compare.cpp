@@ -320,8 +320,17 @@ void compare_train(const RunFile& fb, const RunFile& fa, Judge& judge, Compariso
                                   {&t::kOptimMs, "optimizer", false}};
   const std::size_t wb = fb.ranks().size(), wa = fa.ranks().size();
   if (wb == 0 || wa == 0) return;
+  // A part neither run had (tp 1: no TP communication; dp 1: no DP reduction) is no item.
+  const auto both_one = [&](const char* attr) {
+    return fb.has_attr(g, attr) && fa.has_attr(g, attr) && fb.attr_int64(g, attr) == 1 &&
+           fa.attr_int64(g, attr) == 1;
+  };
   for (const Component& k : components) {
     if (!fb.has(g, *k.d) || !fa.has(g, *k.d)) continue;
+    if ((k.d == &t::kTpCommMs && both_one(t::kAttrTp)) ||
+        (k.d == &t::kDpExposedMs && both_one(t::kAttrDp))) {
+      continue;
+    }
     CompareItem item;
     item.phase = "train";
     item.what = k.name;
@@ -822,7 +831,8 @@ std::string format_comparison(const Comparison& c, bool detail) {
     os << "; " << c.not_judged << " not judged (" << not_judged_reasons(c) << ")";
   os << "\n"
      << c.slower_groups << " place(s) slower, " << c.faster_groups
-     << " faster (a rank, node or the run's GEMM in at least 2 items and in more than rule the "
+     << " faster (a rank, node or the run's GEMM in at least 2 items (1 where it has 1) and in "
+        "more than rule the "
         "change out, a collective in at least 2 sizes)\n";
   os << "verdict: " << c.verdict_words();
   if (c.nothing_judged()) {

@@ -409,8 +409,10 @@ void pair_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector<F
                   " is " + fixed_text(100 * e.excess, 0) +
                   "% slower than the node's other pairs (" + join(e.cases, ", ") + "), " +
                   p_text(e.p) +
-                  ": that device's links (NVLink lanes down, its PCIe path), not "
-                  "one pair";
+                  (dv.path == "cuda" ? ": that device's links (NVLink lanes down, its PCIe path), "
+                                       "not one pair"
+                                     : ": that rank's memory path (its NUMA node, its cores), "
+                                       "not one pair");
       f.evidence = "pair copies to and from it vs the node's other devices' pairs";
       out.push_back(f);
     }

@@ -300,6 +300,7 @@ TrainFindings train_findings(const RunFile& file, const RunFacts& facts, const G
   sum.world = d.world;
   sum.overlap = d.overlap;
   sum.dp = static_cast<int>(d.dp_size);
+  sum.tp = static_cast<int>(d.tp_size);
   sum.layout = d.model + " " + std::to_string(d.layers) + " layer(s) h" + std::to_string(d.hidden) +
                " " + d.mlp + ", tp " + std::to_string(d.tp_size) + " x dp " +
                std::to_string(d.dp_size) + ", zero " + std::to_string(d.zero) +
@@ -628,9 +629,10 @@ std::string format_train(const TrainFindings& tf, const RunFacts& facts, bool ex
           "no part holds); compute excludes TP waits; exposed = blocked on DP after backward\n";
   }
   os << "  step " << ms_text(s.step_med_ms) << " median, " << ms_text(s.step_p95_ms) << " p95; fwd "
-     << ms_text(s.fwd_ms) << ", bwd " << ms_text(s.bwd_ms) << ", TP comm " << ms_text(s.tp_comm_ms)
-     << ", DP exposed " << ms_text(s.dp_exposed_ms) << ", optimizer " << ms_text(s.optim_ms)
-     << ", other " << ms_text(s.other_ms) << '\n';
+     << ms_text(s.fwd_ms) << ", bwd " << ms_text(s.bwd_ms) << ", TP comm "
+     << (s.tp > 1 ? ms_text(s.tp_comm_ms) : std::string("- (tp 1)")) << ", DP exposed "
+     << (s.dp > 1 ? ms_text(s.dp_exposed_ms) : std::string("- (dp 1)")) << ", optimizer "
+     << ms_text(s.optim_ms) << ", other " << ms_text(s.other_ms) << '\n';
   os << "  " << general_text(s.tokens_per_s, 4) << " tokens/s, " << general_text(s.rank_tflops, 3)
      << " TFLOP/s per rank";
   if (s.peak_tflops > 0) {
@@ -653,7 +655,8 @@ std::string format_train(const TrainFindings& tf, const RunFacts& facts, bool ex
   if (s.gpu_hour_usd > 0) {
     os << "  cost: $" << general_text(s.usd_per_step, 3) << " per step, $"
        << general_text(s.usd_per_million_tokens, 3) << " per million tokens (" << s.world
-       << " GPUs at $" << general_text(s.gpu_hour_usd, 4) << "/GPU-hour)\n";
+       << (s.engine == "cpu" ? " ranks" : " GPUs") << " at $" << general_text(s.gpu_hour_usd, 4)
+       << "/GPU-hour" << (s.engine == "cpu" ? ", priced as GPUs: this run used none" : "") << ")\n";
   }
   return os.str();
 }

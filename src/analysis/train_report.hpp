@@ -35,6 +35,7 @@ struct TrainSummary {
   // over all of them (the medians above can hide a group that waits while another does not).
   double dp_exposed_mean_ms = 0, dp_span_mean_ms = 0;
   bool overlap = true;
+  int tp = 1;                     // tensor-parallel ranks (1: no TP communication)
   int dp = 1;                     // replicas (1: no DP reduction, nobody waits for anybody)
   double overlap_efficiency = 0;  // 1 - exposed / DP communication time, over all samples
   double tokens_per_s = 0;

@@ -159,7 +159,8 @@ MemoryBudget training_budget(const TrainingRequest& q, double device_bytes) {
     const int communicators = (q.parallel.tp > 1 ? 1 : 0) + (q.parallel.dp > 1 ? 1 : 0);
     b.items.push_back({"communication buffers", communicators * kNcclPerCommunicator,
                        std::to_string(communicators) +
-                           " NCCL communicators x 16 channels x 2 peers x 2 directions x 4 MiB"});
+                           (communicators == 1 ? " NCCL communicator" : " NCCL communicators") +
+                           " x 16 channels x 2 peers x 2 directions x 4 MiB"});
     push_fixed_items(b);
     return b;
   };

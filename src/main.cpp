@@ -181,16 +181,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "selective", "full"}));
   plan_cmd->add_option("--gpu", plan.gpu,
                        "Device memory to fit: h100-sxm, h100-nvl, h200-sxm, or a number of GiB");
-  plan_cmd->add_flag("--inference", plan.inference,
-                     "Budget for serving: weights + KV cache (--context, --concurrency)");
+  auto* inference =
+      plan_cmd->add_flag("--inference", plan.inference,
+                         "Budget for serving: weights + KV cache (--context, --concurrency)");
+  // Inference's own options are refused without --inference, not silently left out.
   plan_cmd->add_option("--context", plan.context, "Inference: tokens of context per sequence")
-      ->check(within(1, 1 << 30, true));
+      ->check(within(1, 1 << 30, true))
+      ->needs(inference);
   plan_cmd->add_option("--concurrency", plan.concurrency, "Inference: sequences at once")
-      ->check(within(1, 1 << 30, true));
+      ->check(within(1, 1 << 30, true))
+      ->needs(inference);
   plan_cmd
       ->add_option("--weight-bytes", plan.weight_bytes,
                    "Inference: bytes per weight (2 bf16, 1 FP8)")
-      ->check(within(0.5, 4.0, false));
+      ->check(within(0.5, 4.0, false))
+      ->needs(inference);
   plan_cmd->add_option("--format", plan.format, "Memory budget as text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 

@@ -63,6 +63,9 @@ expect_in "$TMP/budget" "error: --seq-len -5: train.seq_len: must be an integer"
 expect_rc 2 $? "plan with an unknown GPU"
 "$SHAKEDOWN" plan >"$TMP/budget" 2>&1
 expect_rc 2 $? "plan with nothing to plan"
+"$SHAKEDOWN" plan --model llama2-7b --context 100 >"$TMP/budget" 2>&1
+expect_rc 2 $? "an inference option without --inference"
+expect_in "$TMP/budget" "--context requires --inference" "refused, not left out silently"
 # A preset without --seq-len is planned at its own sequence length, and says so.
 "$SHAKEDOWN" plan --model llama2-70b --tp 8 --dp 16 --zero 1 --gpu h100-sxm >"$TMP/budget" 2>&1
 expect_rc 0 $? "plan of a preset without --seq-len"

@@ -170,12 +170,18 @@ RunMeta make_meta(const Context& ctx, const RunOptions& options, const std::stri
   return meta;
 }
 
-// What actually ran, per phase: "collectives mpi, gemm cpu".
+// What actually ran, per phase: "devices cpu, collectives mpi, gemm cpu, linkscan ucx".
 std::string backends_text(const RunAnalysis& a) {
   std::vector<std::string> parts;
+  if (a.devices.ran) parts.push_back("devices " + a.devices.path);
+  if (a.linkscan.ran) parts.push_back("linkscan " + a.linkscan.transport);
   if (a.collectives.ran) parts.push_back("collectives " + a.collectives.backend);
   if (a.gemm.ran) parts.push_back("gemm " + a.gemm.engine);
-  if (a.train.ran) parts.push_back("train mpi+" + a.train.summary.engine);
+  if (a.train.ran) {
+    // The host step runs over MPI, the device-resident one over NCCL.
+    parts.push_back(std::string("train ") + (a.train.summary.engine == "cpu" ? "mpi+" : "nccl+") +
+                    a.train.summary.engine);
+  }
   if (a.checkpoint.ran) parts.push_back("checkpoint " + a.checkpoint.summary.api);
   return parts.empty() ? "none" : join(parts, ", ");
 }

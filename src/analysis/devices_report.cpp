@@ -219,11 +219,14 @@ void memory_checks(const DevicesFindings& dv, const RunFacts& facts, std::vector
                                                 "have devices slower than the others'");
       if (!add_together_to_named(out, first_named, "devices.memory", f)) together = f.message;
     }
-    what = !slow.empty()      ? ""
-           : together.empty() ? "no device slower than the others (at least " +
-                                    fixed_text(100 * facts.straggler_slowdown(), 0) +
-                                    "% beyond their spread, p < 0.01)"
-                              : together;
+    what = !slow.empty() ? ""
+           : together.empty()
+               ? "no device slower than the others (at least " +
+                     fixed_text(100 * facts.straggler_slowdown(), 0) +
+                     "% beyond their spread, p < 0.01" +
+                     few_samples_note(cases.size(), trials, world, limits.alpha, "devices.trials") +
+                     ")"
+               : together;
   }
   const bool any_failed = std::any_of(out.begin(), out.end(), [](const Finding& f) {
     return f.check == "devices.memory" && f.status != CheckStatus::kPass;

@@ -79,7 +79,16 @@ void format_checks_block(const Verdict& v, bool detail, bool collapse_audit,
     });
     if (g.status == CheckStatus::kPass && collapse_audit && !detail && family != collapsed.end()) {
       family->passed.push_back(g.check.substr(family->family.size() + 1));
-      if (g.check == family->family + ".coverage") family->coverage = g.findings.front()->message;
+      if (g.check == family->family + ".coverage") {
+        // The folded line keeps what was covered; what was not is counted (--detail lists it).
+        std::string c = g.findings.front()->message;
+        if (const auto cut = c.find("; not sampled: "); cut != std::string::npos) {
+          const auto n =
+              1 + std::count(c.begin() + static_cast<std::ptrdiff_t>(cut) + 15, c.end(), ';');
+          c = c.substr(0, cut) + "; " + std::to_string(n) + " source(s) not sampled";
+        }
+        family->coverage = c;
+      }
       continue;
     }
     const Finding& first = *g.findings.front();

@@ -361,16 +361,20 @@ void drift(const std::vector<NodeView>& nodes, std::vector<Finding>& out) {
       return "read from " + (source != v->sources.end() ? source->second
                                                         : std::string("(not set on these nodes)"));
     };
-    if (tie) {
-      // No majority (2 nodes that differ, or as many on each side): the run cannot tell which
-      // is off, so it names no node and drains none.
-      std::vector<std::string> sides;
-      for (const auto& [value, members] : groups) sides.push_back(who_of(members) + " " + value);
+    const auto drift_finding = [&key] {
       Finding f;
       f.check = "audit.drift";
       f.status = setting_key(key) ? CheckStatus::kWarn : CheckStatus::kFail;
       f.subject_kind = "field";
       f.subject = key;
+      return f;
+    };
+    if (tie) {
+      // No majority (2 nodes that differ, or as many on each side): the run cannot tell which
+      // is off, so it names no node and drains none.
+      std::vector<std::string> sides;
+      for (const auto& [value, members] : groups) sides.push_back(who_of(members) + " " + value);
+      Finding f = drift_finding();
       f.value = static_cast<double>(groups.size());
       f.expected = 1;
       f.unit = "values";
@@ -385,11 +389,7 @@ void drift(const std::vector<NodeView>& nodes, std::vector<Finding>& out) {
     for (const auto& [value, members] : groups) {
       if (value == majority->first) continue;
       const std::string who = who_of(members);
-      Finding f;
-      f.check = "audit.drift";
-      f.status = setting_key(key) ? CheckStatus::kWarn : CheckStatus::kFail;
-      f.subject_kind = "field";
-      f.subject = key;
+      Finding f = drift_finding();
       f.value = static_cast<double>(members.size());
       f.expected = 0;
       f.unit = "nodes";

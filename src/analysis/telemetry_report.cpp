@@ -149,13 +149,38 @@ std::vector<std::pair<std::size_t, double>> growth(const TelemetryNode& n, std::
   return out;
 }
 
+// The GPU's `signal` was read at least once: a channel NVML answered NOT_SUPPORTED for (ECC
+// off, a GPU without row remapping) holds only NaN, and a check must not pass on it.
+bool read_any(const TelemetryNode& n, const std::string& gpu, const char* signal) {
+  const int c = n.channel(gpu, signal);
+  if (c < 0) return false;
+  const auto uc = static_cast<std::size_t>(c);
+  if (uc < n.base.size() && std::isfinite(n.base[uc])) return true;
+  for (std::size_t p = 0; p < n.phases.size(); ++p) {
+    if (std::isfinite(n.stat(p, uc, kMax))) return true;
+  }
+  return false;
+}
+
+// " (not read on 2 of 8 GPU(s))" when some GPUs could not be read, else "".
+std::string unread_note(std::size_t read, std::size_t gpus) {
+  return read == gpus ? ""
+                      : " (not read on " + std::to_string(gpus - read) + " of " +
+                            std::to_string(gpus) + " GPU(s))";
+}
+
 void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
                       std::vector<Finding>& out) {
-  std::size_t gpus = 0, xid_watched = 0;
+  std::size_t gpus = 0, xid_watched = 0, ecc_read = 0, remap_read = 0;
   std::vector<Finding> found;
   for (const TelemetryNode& n : t.nodes) {
     for (const std::string& g : n.gpus()) {
       ++gpus;
+      ecc_read += read_any(n, g, tg::kEccUncorrected) ? 1 : 0;
+      remap_read += read_any(n, g, tg::kRemappedUncorrectable) ||
+                            read_any(n, g, tg::kRemapPending) || read_any(n, g, tg::kRemapFailed)
+                        ? 1
+                        : 0;
       std::vector<std::string> what;
       const int unc = n.channel(g, tg::kEccUncorrected);
       if (unc >= 0) {
@@ -222,16 +247,31 @@ void gpu_error_checks(const TelemetryFindings& t, const RunFacts& facts,
   if (gpus == 0) {
     out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kSkip,
                               "no GPU was sampled (see telemetry.coverage)"));
+  } else if (found.empty() && ecc_read == 0 && remap_read == 0 && xid_watched == 0) {
+    // Nothing was read: no verdict on the GPUs' errors, not a PASS.
+    out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kSkip,
+                              std::to_string(gpus) +
+                                  " GPU(s) sampled, but none answered for ECC errors, row "
+                                  "remapping or Xid events (see telemetry.coverage)"));
   } else if (found.empty()) {
-    out.push_back(run_finding(
-        "telemetry.gpu_errors", CheckStatus::kPass,
-        std::to_string(gpus) +
-            " GPU(s): no uncorrected ECC error, no row remapped, pending "
-            "or failed; " +
-            (xid_watched == gpus
-                 ? std::string("no Xid error reported (NVML's events or the kernel log)")
-                 : std::to_string(gpus - xid_watched) + " GPU(s)' Xid errors not read (see "
-                                                        "telemetry.coverage)")));
+    std::vector<std::string> seen;
+    if (ecc_read > 0) seen.push_back("no uncorrected ECC error" + unread_note(ecc_read, gpus));
+    if (remap_read > 0) {
+      seen.push_back("no row remapped, pending or failed" + unread_note(remap_read, gpus));
+    }
+    if (xid_watched > 0) {
+      seen.push_back("no Xid error reported (NVML's events or the kernel log)" +
+                     unread_note(xid_watched, gpus));
+    }
+    std::vector<std::string> unread;
+    if (ecc_read == 0) unread.push_back("ECC errors");
+    if (remap_read == 0) unread.push_back("row remapping");
+    if (xid_watched == 0) unread.push_back("Xid events");
+    out.push_back(run_finding("telemetry.gpu_errors", CheckStatus::kPass,
+                              std::to_string(gpus) + " GPU(s): " + join(seen, "; ") +
+                                  (unread.empty() ? std::string()
+                                                  : "; not read on any GPU: " + join(unread, ", ") +
+                                                        " (see telemetry.coverage)")));
   }
   out.insert(out.end(), found.begin(), found.end());
 }
@@ -369,11 +409,14 @@ std::string throttled_in(const TelemetryNode& n, const std::string& gpu, std::si
 
 void throttling_checks(const TelemetryFindings& t, const RunFacts& facts,
                        std::vector<Finding>& out) {
-  std::size_t gpus = 0;
+  std::size_t gpus = 0, unread = 0;
   std::vector<Finding> found;
   for (const TelemetryNode& n : t.nodes) {
     for (const std::string& g : n.gpus()) {
-      if (n.channel(g, tg::kClockReasons) < 0) continue;
+      if (!read_any(n, g, tg::kClockReasons)) {
+        ++unread;
+        continue;
+      }
       ++gpus;
       std::vector<std::string> phases;
       for (std::size_t p = 0; p < n.phases.size(); ++p) {
@@ -391,11 +434,17 @@ void throttling_checks(const TelemetryFindings& t, const RunFacts& facts,
   }
   if (gpus == 0) {
     out.push_back(run_finding("telemetry.throttling", CheckStatus::kSkip,
-                              "no GPU's clock event reasons were sampled"));
+                              unread == 0 ? std::string("no GPU's clock event reasons were sampled")
+                                          : std::to_string(unread) +
+                                                " GPU(s) sampled, but none answered for its "
+                                                "clock event reasons (see telemetry.coverage)"));
   } else if (found.empty()) {
-    out.push_back(
-        run_finding("telemetry.throttling", CheckStatus::kPass,
-                    std::to_string(gpus) + " GPU(s): no power or thermal slowdown in any phase"));
+    out.push_back(run_finding(
+        "telemetry.throttling", CheckStatus::kPass,
+        std::to_string(gpus) + " GPU(s): no power or thermal slowdown in any phase" +
+            (unread == 0 ? std::string()
+                         : "; clock event reasons not read on " + std::to_string(unread) +
+                               " other GPU(s) (see telemetry.coverage)")));
   }
   out.insert(out.end(), found.begin(), found.end());
 }

@@ -154,4 +154,13 @@ if h5dump -n "$TMP/off.h5" | grep "/telemetry" >/dev/null; then fail "telemetry 
   --out "$TMP/bad_key.h5" >"$TMP/bad_key.out" 2>&1
 expect_rc 2 $? "interval below 10 ms"
 expect_in "$TMP/bad_key.out" "telemetry.interval_ms" "the error names the key"
-pass "telemetry: recorded per node, faults named by node and GPU, NVML optional, off, bad key"
+# GPUs that answer NOT_SUPPORTED for their error counters and clock reasons (ECC off, an older
+# GPU), no kernel log: nothing was read, so nothing passes.
+"$MPIRUN" -n 4 -x SHAKEDOWN_TEST_NVML_LIBRARY="$SHAKEDOWN_FAKE_NVML" \
+  -x FAKE_NVML_UNSUPPORTED=reasons,ecc,remap,events -x SHAKEDOWN_TEST_KERNEL_LOG=/nonexistent/kmsg \
+  "$SHAKEDOWN" run --virtual-nodes 2 "${phases[@]}" --out "$TMP/unread.h5" >"$TMP/unread.out" 2>&1
+expect_rc 0 $? "GPUs whose counters cannot be read"
+"$SHAKEDOWN" summary --detail "$TMP/unread.h5" >"$TMP/unread.detail" 2>&1
+expect_in "$TMP/unread.detail" "\[SKIP\] telemetry.gpu_errors: 2 GPU\(s\) sampled, but none answered for ECC errors, row remapping or Xid events" "unread error counters are not a PASS"
+expect_in "$TMP/unread.detail" "\[SKIP\] telemetry.throttling: 2 GPU\(s\) sampled, but none answered for its clock event reasons" "unread clock reasons are not a PASS"
+pass "telemetry: recorded per node, faults named by node and GPU, NVML optional, off, bad key, unreadable counters"

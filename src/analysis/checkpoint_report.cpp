@@ -289,7 +289,9 @@ CheckpointFindings checkpoint_findings(const RunFile& file, const RunFacts& fact
   cov.unit = "checkpoints";
   if (!d.fsync_on) {
     cov.status = CheckStatus::kWarn;
-    cov.message += "; without fsync the write times are the page cache's, not the storage's";
+    cov.message +=
+        "; without fsync the write times are the page cache's, not the storage's, and the "
+        "restore may read the page cache too (dirty pages cannot be dropped before it)";
   } else if (!d.direct && not_dropped > 0) {
     cov.status = CheckStatus::kWarn;
     cov.message += "; the page cache could not be dropped for " + std::to_string(not_dropped) +

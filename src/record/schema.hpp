@@ -485,7 +485,8 @@ inline constexpr Dataset<std::int64_t> kBadOffset{
      "first wrong byte in the restored shard, -1 none"}};
 inline constexpr Dataset<std::int64_t> kCacheDropped{
     {kCheckpointGroup, "cache_dropped", Elem::kInt64, "iters, world", "0/1",
-     "posix_fadvise(DONTNEED) accepted after the write (the restore reads storage, not cache)"}};
+     "posix_fadvise(DONTNEED) accepted after a write that was fsynced (the restore reads "
+     "storage, not cache); 0 without fsync, whose dirty pages it cannot drop"}};
 inline constexpr Dataset<double> kWriteGBps{
     {kCheckpointGroup, "write_GBps", Elem::kFloat64, "iters", "GB/s",
      "all shards' bytes / (latest write end - earliest write start)"}};

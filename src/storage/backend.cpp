@@ -56,6 +56,9 @@ void for_each_block(const ShardTarget& t, std::uint64_t size, bool collective, I
 // After the timed close: this rank's range out of the page cache, so the restore reads storage.
 // True when the kernel accepted it (only written-back pages go: the write was fsynced).
 bool drop_cache(const ShardTarget& t, std::uint64_t bytes) {
+  // Without fsync the pages are still dirty, and POSIX_FADV_DONTNEED leaves dirty pages where
+  // they are (it answers 0 all the same): the restore may read memory, and the file says so.
+  if (!t.fsync) return false;
   try {
     File f(t.file, O_RDONLY | O_NOFOLLOW, t.where);
     return ::posix_fadvise(f.fd(), static_cast<off_t>(t.offset), static_cast<off_t>(bytes),

@@ -146,6 +146,15 @@ expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/ran
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: checkpoint.verify on rank 2" "verdict"
 [[ ! -e "$dir/c.ckpt" ]] || { find "$dir/c.ckpt"; fail "cleanup after the corrupted run"; }
 
+# Without fsync the written pages are dirty and cannot be dropped: the restore may read memory,
+# and neither the file nor the coverage line may say it read storage.
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.fsync=false \
+  --set "checkpoint.dir=$dir" --out "$TMP/nf.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 0 $? "checkpoint without fsync"
+expect_in "$TMP/stdout" "\[WARN\] checkpoint.coverage: .*the restore may read the page cache too" "the read said to be cache's too"
+/usr/bin/python3 -c 'import sys,h5py; v=h5py.File(sys.argv[1],"r")["/checkpoint/cache_dropped"][()]; assert (v == 0).all(), v' "$TMP/nf.h5" ||
+  fail "cache_dropped without fsync"
+
 # A slow rank (each block and its fsync 8x as long): named as slow I/O, and no other.
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.iters=16 \
   --set "checkpoint.dir=$dir" --inject slow:rank=1,phase=checkpoint,factor=8 --out "$TMP/s.h5" \

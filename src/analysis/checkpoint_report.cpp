@@ -146,8 +146,17 @@ std::vector<Finding> verify_checks(const CkptData& d, const RunFacts& facts) {
       Finding f =
           rank_finding(facts, "checkpoint.verify", CheckStatus::kFail, static_cast<int>(writer));
       f.corruption = 1;
+      // In a shared file the byte is counted from the writer's range; its place in the file
+      // (where dd or xxd would look) is the ranges before it further on.
+      std::string in_file;
+      if (d.layout == "shared_file") {
+        std::int64_t start = 0;
+        for (std::int64_t k = 0; k < writer; ++k) start += d.bytes[static_cast<std::size_t>(k)];
+        in_file =
+            " of its range (byte " + std::to_string(start + d.bad[d.at(i, r)]) + " of shared.bin)";
+      }
       f.message = "checkpoint shard " + shard_text(d, i, writer) + " came back wrong from byte " +
-                  std::to_string(d.bad[d.at(i, r)]) + ": written by " +
+                  std::to_string(d.bad[d.at(i, r)]) + in_file + ": written by " +
                   facts.rank_name(static_cast<int>(writer)) + ", restored by " +
                   facts.rank_name(static_cast<int>(r)) +
                   "; the storage, the writer's node or the path between them corrupts data";

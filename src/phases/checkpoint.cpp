@@ -611,9 +611,10 @@ void run_checkpoint(PhaseEnv& env) {
     fail_cleanly([&] {
       if (!corrupt) return;
       const std::uint64_t at = t.offset + bytes / 2;
-      std::fprintf(stderr, "shakedown: inject: %s changes byte %llu of %s on disk\n",
-                   ctx.describe_rank(rank).c_str(), static_cast<unsigned long long>(bytes / 2),
-                   t.file.c_str());
+      std::fprintf(
+          stderr, "shakedown: inject: %s changes byte %llu of %s on disk%s\n",
+          ctx.describe_rank(rank).c_str(), static_cast<unsigned long long>(at), t.file.c_str(),
+          shared ? (" (byte " + std::to_string(bytes / 2) + " of its range)").c_str() : "");
       {
         storage::File f(t.file, O_RDWR | O_NOFOLLOW, {});
         std::byte b{};

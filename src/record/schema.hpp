@@ -482,7 +482,8 @@ inline constexpr Dataset<std::int64_t> kVerifyOk{
      "verified (checkpoint.verify false)"}};
 inline constexpr Dataset<std::int64_t> kBadOffset{
     {kCheckpointGroup, "bad_offset", Elem::kInt64, "iters, world", "byte",
-     "first wrong byte in the restored shard, -1 none"}};
+     "first wrong byte in the restored shard (in a shared file: from the start of the "
+     "writer's range), -1 none"}};
 inline constexpr Dataset<std::int64_t> kCacheDropped{
     {kCheckpointGroup, "cache_dropped", Elem::kInt64, "iters, world", "0/1",
      "posix_fadvise(DONTNEED) accepted after a write that was fsynced (the restore reads "

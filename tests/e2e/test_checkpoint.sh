@@ -146,6 +146,14 @@ expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/ran
 expect_in "$TMP/stdout" "verdict: DATA CORRUPTION: checkpoint.verify on rank 2" "verdict"
 [[ ! -e "$dir/c.ckpt" ]] || { find "$dir/c.ckpt"; fail "cleanup after the corrupted run"; }
 
+# In a shared file the wrong byte is also given where it is in the file (rank 2's range starts
+# after ranks 0 and 1's 4 MiB each: 8 MiB + 2 MiB).
+"$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.layout=shared_file \
+  --set "checkpoint.dir=$dir" --inject corrupt:rank=2,phase=checkpoint --out "$TMP/cs.h5" >"$TMP/stdout" 2>"$TMP/stderr"
+expect_rc 3 $? "corrupted shared file"
+expect_in "$TMP/stdout" "\[FAIL\] checkpoint.verify: checkpoint shard step_1/shared.bin \(rank 2's range\) came back wrong from byte 2097152 of its range \(byte 10485760 of shared.bin\)" "the byte in the file"
+expect_in "$TMP/stderr" "changes byte 10485760 of .*shared.bin on disk \(byte 2097152 of its range\)" "the injection says the same byte"
+
 # Without fsync the written pages are dirty and cannot be dropped: the restore may read memory,
 # and neither the file nor the coverage line may say it read storage.
 "$MPIRUN" -n 4 "$SHAKEDOWN" run --virtual-nodes 2 "${small[@]}" --set checkpoint.fsync=false \

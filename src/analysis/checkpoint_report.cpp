@@ -448,7 +448,10 @@ std::string format_checkpoint(const CheckpointFindings& cf, const RunFacts& fact
          << (change >= 0 ? "% slower" : "% faster") << " than before ("
          << fixed_text(s.step_before_ms, 2) << " -> " << fixed_text(s.step_during_ms, 2) << " ms)";
     }
-    os << '\n';
+    // The stand-in steps run on the CPU, beside the writer thread: on a GPU job the steps would
+    // leave the cores to it, so here the background write's time includes that contention.
+    os << " (the stand-in steps share the rank's CPU with the writer thread: the background "
+          "write's time includes that contention)\n";
   }
   if (!s.kept.empty()) os << "  kept: " << s.kept << '\n';
   return os.str();

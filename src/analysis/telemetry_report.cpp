@@ -514,9 +514,11 @@ TelemetryFindings telemetry_findings(const RunFile& file, const RunFacts& facts)
       std::to_string(t.nodes.size()) +
       (facts.meta.virtual_nodes > 0 ? " host(s) (one sampler per host for its pretend nodes)"
                                     : " node(s)") +
-      " sampled every " + std::to_string(t.interval_ms) + " ms through " +
-      std::to_string(t.nodes.front().phases.size()) + " phase(s): " + std::to_string(gpus) +
-      " GPU(s), host load/memory/clocks, " + std::to_string(ports) + " InfiniBand port(s)";
+      (t.interval_ms > 0 ? " sampled every " + std::to_string(t.interval_ms) + " ms"
+                         : std::string(" sampled (interval not recorded)")) +
+      " through " + std::to_string(t.nodes.front().phases.size()) +
+      " phase(s): " + std::to_string(gpus) + " GPU(s), host load/memory/clocks, " +
+      std::to_string(ports) + " InfiniBand port(s)";
   if (empty_phases > 0) {
     message += "; " + std::to_string(empty_phases) +
                " node-phase(s) without a sample (the sampler did not answer at the phase's end, "

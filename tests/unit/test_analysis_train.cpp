@@ -235,7 +235,8 @@ TEST(TrainVerdict, ARankSlowInForwardOnlyIsNamed) {
   // forward and backward separately it needed both and went unnamed.
   TrainRecord r = healthy(1, 4);
   for (std::size_t s = 0; s < kTrainSteps; ++s) r.fwd_ms[s * 4 + 2] *= 2.2;
-  const auto slow = judge(r).of("train.stragglers");
+  const Judged j = judge(r);  // of() points into it: it must outlive `slow`
+  const auto slow = j.of("train.stragglers");
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_EQ(slow[0]->rank, 2);
   EXPECT_NEAR(slow[0]->value, 0.4, 0.1);  // 12 + 20 of 10 + 20 ms

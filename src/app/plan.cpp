@@ -179,16 +179,6 @@ train::LayoutFacts layout_facts(const PlanOptions& o, const TrainConfig& t) {
   return {t.tp * (t.dp > 0 ? t.dp : 1), t.tp, true, false};
 }
 
-// What print_budget refuses, checked before anything is printed: a plan that fails prints no
-// rankfile to be redirected into a file as if it had worked.
-void check_budget(const PlanOptions& o) {
-  const Config config = plan_config(o);
-  const train::ModelShape shape = train::model_shape(config.train);
-  train::check_parallel(shape, config.train, layout_facts(o, config.train));
-  if (!o.gpu.empty()) train::parse_device_memory(o.gpu);
-  if (!o.inference) train::parse_recompute(o.recompute);
-}
-
 void print_budget(const PlanOptions& o) {
   const Config config = plan_config(o);
   const TrainConfig& t = config.train;
@@ -284,10 +274,12 @@ int plan_command(const PlanOptions& options) {
         "plan: --format json is for the memory budget; leave out --nodes and "
         "--ranks-per-node, or print the layout as text");
   }
-  if (layout && memory) check_budget(options);
-  if (layout) print_layout(options);
-  if (layout && memory) std::cout << "\n";
+  // The budget first: it refuses a bad layout (tp against the ranks per node) before printing
+  // anything, so a plan that fails leaves no rankfile to be redirected into a file as if it had
+  // worked.
   if (memory) print_budget(options);
+  if (layout && memory) std::cout << "\n";
+  if (layout) print_layout(options);
   return 0;
 }
 

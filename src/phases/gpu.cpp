@@ -5,13 +5,12 @@
 
 #include "core/cuda_check.hpp"
 #endif
-#include <array>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "runtime/agree.hpp"
 #include "runtime/mpi.hpp"
 #include "topology/discovery.hpp"
@@ -39,27 +38,19 @@ namespace {
 // (CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1) every rank sees one GPU, and
 // they are all different. Collective over the world.
 std::string shared_gpu(const Context& ctx, const GpuChoice& gpu) {
-  constexpr int kWidth = 48;
-  std::array<char, kWidth> mine{};
+  std::string mine;
   if (gpu.device >= 0) {
-    const std::string id = gpu.bus_id.empty() ? "cuda:" + std::to_string(gpu.device) : gpu.bus_id;
-    std::snprintf(mine.data(), mine.size(), "%d/%s",
-                  ctx.layout().host_of_rank[static_cast<std::size_t>(ctx.rank())], id.c_str());
+    mine = std::to_string(ctx.layout().host_of_rank[static_cast<std::size_t>(ctx.rank())]) + "/" +
+           (gpu.bus_id.empty() ? "cuda:" + std::to_string(gpu.device) : gpu.bus_id);
   }
-  std::vector<char> all(static_cast<std::size_t>(ctx.world_size()) * kWidth);
-  SD_MPI_CHECK(
-      MPI_Allgather(mine.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, ctx.world()));
-  if (gpu.device < 0) return "";
+  const std::vector<std::string> all = allgather_strings(ctx.world(), mine);
+  if (mine.empty()) return "";
   std::vector<std::string> with;
-  for (int r = 0; r < ctx.world_size(); ++r) {
-    if (std::strncmp(&all[static_cast<std::size_t>(r) * kWidth], mine.data(), kWidth) == 0) {
-      with.push_back(std::to_string(r));
-    }
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r] == mine) with.push_back(std::to_string(r));
   }
   if (with.size() < 2) return "";
-  std::string ranks;
-  for (const std::string& r : with) ranks += (ranks.empty() ? "" : ",") + r;
-  return "ranks " + ranks + " share GPU " + (gpu.bus_id.empty() ? "?" : gpu.bus_id);
+  return "ranks " + join(with, ",") + " share GPU " + (gpu.bus_id.empty() ? "?" : gpu.bus_id);
 }
 
 }  // namespace
